@@ -1,0 +1,306 @@
+"""Find the MLflow store and experiment, fetch the trial runs, select them.
+
+Everything the report shows comes from here: one row per trial run, built
+from the run's tags, params and metrics as written by ``joker.bench``
+(``docs/contracts.md``, "One trial's MLflow record").
+
+Selection rules
+---------------
+- A *trial run* has the tags ``method`` and ``dataset``. Parent runs (one
+  per multirun) are counted, not used.
+- Filters (dataset, method, budget, status) keep the runs whose tag is one
+  of the given values; runs they drop are counted, not listed.
+- A trial run is *not used*, and listed with the reason, when it is
+  unfinished (MLflow status RUNNING or SCHEDULED: an interrupted sweep), has
+  no ``status`` tag, or is superseded by a later run with the same
+  ``config_hash`` (a re-run). Trials whose status is not ``ok`` (skipped,
+  timeout, ...) *are* used: the table shows their status.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+#: Tags of the trial record kept as plain columns (contracts.md).
+TAG_KEYS = (
+    "method", "dataset", "budget", "task", "status", "reason", "skip_reason",
+    "config_hash", "seed", "repetition", "primary_metric", "git_commit",
+    "git_dirty", "cpu_model", "n_cores", "gpu_name", "threads",
+)
+#: Trial statuses of the contract, in display order.
+STATUSES = ("ok", "skipped", "timeout", "oom", "over_budget", "diverged", "error")
+UNFINISHED = ("RUNNING", "SCHEDULED")
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+class StoreError(RuntimeError):
+    """The store or the experiment asked for cannot be read."""
+
+
+@dataclass
+class Selection:
+    """The trial runs a report uses, and what it left out.
+
+    Attributes
+    ----------
+    tracking_uri : str
+        MLflow tracking URI read.
+    experiment : str
+        Experiment (sweep) name.
+    runs : pandas.DataFrame
+        Used trial runs, one row per run (see :func:`runs_frame`).
+    skipped : pandas.DataFrame
+        Trial runs not used: columns run_id, dataset, method, budget, why.
+    n_trials : int
+        Trial runs found in the experiment.
+    n_filtered : int
+        Trial runs dropped by the filters.
+    n_parents : int
+        Parent (multirun) runs, not trials.
+    filters : dict
+        The filters applied (name -> list of accepted values).
+    """
+
+    tracking_uri: str
+    experiment: str
+    runs: pd.DataFrame
+    skipped: pd.DataFrame
+    n_trials: int
+    n_filtered: int
+    n_parents: int
+    filters: dict = field(default_factory=dict)
+
+    def summary(self) -> str:
+        """One line: how many runs were used, filtered and not used."""
+        return (
+            f"experiment '{self.experiment}': {self.n_trials} trial runs, "
+            f"{len(self.runs)} used, {self.n_filtered} excluded by filters, "
+            f"{len(self.skipped)} not used (listed below)"
+        )
+
+
+def default_tracking_uri() -> str:
+    """Tracking URI when none is given.
+
+    Returns
+    -------
+    str
+        ``$MLFLOW_TRACKING_URI`` when set, else
+        ``sqlite:///<repo>/results/mlflow.db`` (absolute path).
+    """
+    env = os.environ.get("MLFLOW_TRACKING_URI")
+    if env:
+        return env
+    return f"sqlite:///{REPO_ROOT / 'results' / 'mlflow.db'}"
+
+
+def check_store(uri: str) -> None:
+    """Refuse a SQLite store that does not exist (MLflow would create it).
+
+    Raises
+    ------
+    StoreError
+        When ``uri`` is ``sqlite:///PATH`` and PATH is not a file.
+    """
+    if uri.startswith("sqlite:///"):
+        path = Path(uri[len("sqlite:///"):])
+        if not path.is_file():
+            raise StoreError(
+                f"no MLflow store at {path}; run a sweep first "
+                "(make smoke / make reproduce-table4) or pass --tracking-uri"
+            )
+
+
+def client_for(uri: str):
+    """An ``mlflow.MlflowClient`` bound to ``uri`` (no global state)."""
+    from mlflow import MlflowClient
+
+    return MlflowClient(tracking_uri=uri)
+
+
+def choose_experiment(client, name: str | None):
+    """The experiment to report on.
+
+    Parameters
+    ----------
+    client : mlflow.MlflowClient
+    name : str or None
+        Experiment (sweep) name. ``None``: the experiment holding the most
+        recently started run, i.e. the last sweep run.
+
+    Returns
+    -------
+    mlflow.entities.Experiment
+
+    Raises
+    ------
+    StoreError
+        No such experiment, or no experiment with runs.
+    """
+    if name is not None:
+        exp = client.get_experiment_by_name(name)
+        if exp is None:
+            known = sorted(e.name for e in client.search_experiments())
+            raise StoreError(f"no experiment named {name!r}; known: {known}")
+        return exp
+    best, best_time = None, -1
+    for exp in client.search_experiments():
+        last = client.search_runs(
+            [exp.experiment_id], max_results=1,
+            order_by=["attributes.start_time DESC"],
+        )
+        if last and last[0].info.start_time > best_time:
+            best, best_time = exp, last[0].info.start_time
+    if best is None:
+        raise StoreError("the store has no runs")
+    return best
+
+
+def fetch_runs(client, experiment_id: str) -> list:
+    """Every active run of one experiment (all pages)."""
+    runs, token = [], None
+    while True:
+        page = client.search_runs(
+            [experiment_id], max_results=1000, page_token=token,
+            order_by=["attributes.start_time ASC"],
+        )
+        runs.extend(page)
+        token = page.token
+        if not token:
+            return runs
+
+
+def runs_frame(runs: list) -> pd.DataFrame:
+    """One row per run: tags, metrics, params, plan knobs.
+
+    Parameters
+    ----------
+    runs : list of mlflow.entities.Run
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns: ``run_id``, ``mlflow_status``, ``start_time`` (ms since
+        the epoch), ``parent_run_id``, the contract tags (:data:`TAG_KEYS`,
+        strings), every metric under its own name (float, latest value),
+        every param as ``params.<key>`` (string) and the adapter plan again
+        as ``plan.<knob>`` (number when it parses as one).
+    """
+    rows = []
+    for run in runs:
+        tags, data = run.data.tags, run.data
+        row = {
+            "run_id": run.info.run_id,
+            "mlflow_status": run.info.status,
+            "start_time": run.info.start_time,
+            "parent_run_id": tags.get("mlflow.parentRunId"),
+        }
+        for key in TAG_KEYS:
+            row[key] = tags.get(key)
+        row.update({k: float(v) for k, v in data.metrics.items()})
+        for key, value in data.params.items():
+            row[f"params.{key}"] = value
+            if key.startswith("plan."):
+                row[key] = _number(value)
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        frame = pd.DataFrame(columns=["run_id", "mlflow_status", "start_time",
+                                      "parent_run_id", *TAG_KEYS])
+    return frame
+
+
+def _number(text):
+    """``text`` as int or float when it parses as one, else unchanged."""
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except (TypeError, ValueError):
+            pass
+    return None if text in ("None", "null", "") else text
+
+
+def select(frame: pd.DataFrame, filters: dict | None = None):
+    """Split runs into used trial runs and not-used ones.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        From :func:`runs_frame`.
+    filters : dict, optional
+        Tag name (``dataset``, ``method``, ``budget``, ``status``) -> list
+        of accepted values; empty or ``None`` lists accept everything.
+
+    Returns
+    -------
+    used : pandas.DataFrame
+    skipped : pandas.DataFrame
+        Columns run_id, dataset, method, budget, why.
+    n_trials, n_filtered, n_parents : int
+    """
+    is_trial = frame["method"].notna() & frame["dataset"].notna()
+    n_parents = int((~is_trial).sum())
+    trials = frame[is_trial]
+    keep = pd.Series(True, index=trials.index)
+    for tag, values in (filters or {}).items():
+        if values:
+            keep &= trials[tag].isin(list(values))
+    n_filtered = int((~keep).sum())
+    trials = trials[keep]
+
+    why = pd.Series(None, index=trials.index, dtype=object)
+    unfinished = trials["mlflow_status"].isin(UNFINISHED)
+    why[unfinished] = ("unfinished run (MLflow status "
+                       + trials.loc[unfinished, "mlflow_status"] + ")")
+    why[why.isna() & trials["status"].isna()] = "no status tag"
+    why = why.where(why.notna(), _superseded(trials, why.isna()))
+
+    used = trials[why.isna()].reset_index(drop=True)
+    skipped = trials[why.notna()][["run_id", "dataset", "method", "budget"]]
+    skipped = skipped.assign(why=why[why.notna()]).reset_index(drop=True)
+    return used, skipped, int(is_trial.sum()), n_filtered, n_parents
+
+
+def _superseded(trials: pd.DataFrame, candidate: pd.Series) -> pd.Series:
+    """Reason for runs with a later run of the same ``config_hash``."""
+    why = pd.Series(None, index=trials.index, dtype=object)
+    live = trials[candidate & trials["config_hash"].notna()]
+    for _, group in live.groupby("config_hash"):
+        if len(group) > 1:
+            latest = group.sort_values("start_time").iloc[-1]
+            older = group.index[group["run_id"] != latest["run_id"]]
+            why[older] = (f"superseded by run {latest['run_id']} "
+                          "(same config_hash, started later)")
+    return why
+
+
+def load_selection(tracking_uri: str | None = None,
+                   experiment: str | None = None,
+                   filters: dict | None = None) -> Selection:
+    """Read the store and select the trial runs of one experiment.
+
+    Parameters
+    ----------
+    tracking_uri : str, optional
+        Default: :func:`default_tracking_uri`.
+    experiment : str, optional
+        Default: the experiment with the most recently started run.
+    filters : dict, optional
+        See :func:`select`.
+
+    Returns
+    -------
+    Selection
+    """
+    uri = tracking_uri or default_tracking_uri()
+    check_store(uri)
+    client = client_for(uri)
+    exp = choose_experiment(client, experiment)
+    frame = runs_frame(fetch_runs(client, exp.experiment_id))
+    used, skipped, n_trials, n_filtered, n_parents = select(frame, filters)
+    return Selection(uri, exp.name, used, skipped, n_trials, n_filtered,
+                     n_parents, {k: list(v) for k, v in (filters or {}).items() if v})
