@@ -1,0 +1,213 @@
+"""Table 4: one cell per (dataset, budget, method), numbers from the runs.
+
+A *cell* aggregates the repetitions (seeds) of one configuration. Numbers
+(mean and sample standard deviation, ``ddof=1``) are taken over the runs
+whose status is ``ok`` only; a cell with no ``ok`` run has no number, only
+its status. Runs of the same (dataset, budget, method) that differ in a
+``method.*`` param other than the seed (a sweep over ``n_components``,
+say) are separate cells, labelled with the differing params (``variant``).
+
+Units: ``fit_seconds`` in seconds (wall clock of ``fit``), memory in MiB
+(``peak_gpu_mib`` when measured, else ``peak_rss_mib``, the whole child
+process's peak RSS), ``dual_gap`` relative, metric in the unit the harness
+logs.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+KEY = ["dataset", "budget", "method", "variant"]
+#: Per-run quantities aggregated into mean and std in every cell.
+QUANTITIES = ("metric", "fit_seconds", "memory_mib", "dual_gap", "kkt_residual")
+#: Method params that mark repetitions of one configuration, not variants.
+SEED_PARAMS = ("seed", "repetition", "random_state", "rep")
+METHOD_ORDER = ("joker-exact", "joker-inexact", "falkon", "logfalkon",
+                "eigenpro3", "thundersvm", "libsvm")
+#: Convergence word of a cell -> mark used in text tables.
+MARKS = {"yes": "✓", "no": "✗", "unknown": "?", "no solution": "–"}
+
+
+def primary_metrics(runs: pd.DataFrame) -> dict:
+    """The paper's metric of each dataset.
+
+    The most frequent ``primary_metric`` tag among the dataset's runs; when
+    no run has one, ``test_rmse`` for regression and ``test_accuracy``
+    otherwise (from the ``task`` tag).
+
+    Returns
+    -------
+    dict
+        dataset -> metric name.
+    """
+    out = {}
+    for dataset, group in runs.groupby("dataset"):
+        tagged = group["primary_metric"].dropna()
+        if len(tagged):
+            out[dataset] = tagged.value_counts().index[0]
+        else:
+            task = group["task"].dropna()
+            regression = len(task) and task.iloc[0] == "regression"
+            out[dataset] = "test_rmse" if regression else "test_accuracy"
+    return out
+
+
+def derive(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per-run columns the table aggregates.
+
+    Adds ``metric_name``, ``metric`` (the run's value of that metric),
+    ``memory_mib`` and ``memory_kind`` (``GPU`` or ``host``), ``conv``
+    (1.0 converged, 0.0 not or diverged, NaN unknown) and ``variant``.
+
+    Parameters
+    ----------
+    runs : pandas.DataFrame
+        Used runs from :func:`reports.load.load_selection`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        A copy of ``runs`` with the columns added.
+    """
+    runs = runs.copy()
+    for col in ("peak_gpu_mib", "peak_rss_mib", "fit_seconds", "dual_gap",
+                "kkt_residual", "converged"):
+        if col not in runs:
+            runs[col] = np.nan
+    names = primary_metrics(runs)
+    runs["metric_name"] = runs["dataset"].map(names)
+    runs["metric"] = [
+        row.get(name, np.nan) if isinstance(name, str) else np.nan
+        for name, (_, row) in zip(runs["metric_name"], runs.iterrows())
+    ]
+    gpu = runs["peak_gpu_mib"].notna()
+    runs["memory_mib"] = runs["peak_gpu_mib"].where(gpu, runs["peak_rss_mib"])
+    runs["memory_kind"] = np.where(gpu, "GPU", np.where(
+        runs["peak_rss_mib"].notna(), "host", None))
+    runs["conv"] = runs["converged"].astype(float)
+    runs.loc[runs["status"] == "diverged", "conv"] = 0.0
+    runs["variant"] = _variants(runs)
+    return runs
+
+
+def _variants(runs: pd.DataFrame) -> pd.Series:
+    """Label of the method params that differ within a (dataset, budget, method)."""
+    params = [c for c in runs.columns if c.startswith("params.method.")
+              and c.rsplit(".", 1)[-1] not in SEED_PARAMS]
+    label = pd.Series("", index=runs.index, dtype=object)
+    for _, group in runs.groupby(["dataset", "budget", "method"], dropna=False):
+        varying = [c for c in params if group[c].nunique(dropna=False) > 1]
+        for idx, row in group.iterrows():
+            label[idx] = ", ".join(
+                f"{c[len('params.method.'):]}={row[c]}" for c in varying)
+    return label
+
+
+def cells(runs: pd.DataFrame) -> pd.DataFrame:
+    """Aggregate derived runs into Table 4 cells.
+
+    Parameters
+    ----------
+    runs : pandas.DataFrame
+        From :func:`derive`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per cell, sorted by dataset, budget, method order. Columns:
+        the key (``dataset``, ``budget``, ``method``, ``variant``),
+        ``metric_name``, ``n_runs``, ``n_ok``, ``status`` (``ok`` or the
+        status words with counts), ``<q>_mean`` and ``<q>_std`` for each of
+        :data:`QUANTITIES`, ``memory_kind``, ``converged`` (``yes``, ``no``,
+        ``unknown``, ``no solution``), ``n_converged``, ``settings``
+        (``knob=value`` of the ``plan.*`` params), ``plan.*`` (values,
+        ``/``-joined when they differ), ``seeds``, ``reasons``, ``run_ids``.
+    """
+    plan_cols = sorted(c for c in runs.columns if c.startswith("plan."))
+    rows = []
+    for key, group in runs.groupby(KEY, dropna=False, sort=False):
+        ok = group[group["status"] == "ok"]
+        row = dict(zip(KEY, key))
+        row["metric_name"] = group["metric_name"].iloc[0]
+        row["n_runs"], row["n_ok"] = len(group), len(ok)
+        row["status"] = _status_text(group)
+        for q in QUANTITIES:
+            values = ok[q].dropna()
+            row[f"{q}_mean"] = values.mean() if len(values) else np.nan
+            row[f"{q}_std"] = values.std(ddof=1) if len(values) > 1 else np.nan
+        kinds = ok["memory_kind"].dropna().unique()
+        row["memory_kind"] = kinds[0] if len(kinds) == 1 else (
+            "mixed" if len(kinds) else None)
+        row["converged"], row["n_converged"] = _converged(group, ok)
+        for col in plan_cols:
+            row[col] = _joined(group[col])
+        row["settings"] = " ".join(
+            f"{c[5:]}={row[c]}" for c in plan_cols if row[c] != "")
+        row["seeds"] = _joined(group["seed"])
+        row["reasons"] = "; ".join(_reasons(group))
+        row["run_ids"] = ";".join(group["run_id"])
+        rows.append(row)
+    out = pd.DataFrame(rows)
+    if out.empty:
+        return out
+    order = {m: i for i, m in enumerate(METHOD_ORDER)}
+    out["_m"] = out["method"].map(lambda m: order.get(m, len(order)))
+    out["_v"] = out["variant"].map(natural_key)
+    out = out.sort_values(["dataset", "budget", "_m", "method", "_v"])
+    return out.drop(columns=["_m", "_v"]).reset_index(drop=True)
+
+
+def natural_key(text) -> tuple:
+    """Sort key reading digit runs as numbers ('n=256' before 'n=1024')."""
+    parts = re.split(r"(\d+(?:\.\d+)?)", str(text))
+    return tuple((0, float(p), "") if i % 2 else (1, 0.0, p)
+                 for i, p in enumerate(parts) if p)
+
+
+def _status_text(group: pd.DataFrame) -> str:
+    """``ok``, one status word, or ``word (count)`` pairs when mixed."""
+    counts = group["status"].value_counts()
+    if len(counts) == 1:
+        return counts.index[0]
+    return ", ".join(f"{s} ({n})" for s, n in counts.items())
+
+
+def _converged(group: pd.DataFrame, ok: pd.DataFrame) -> tuple[str, int]:
+    """Convergence word of a cell and the number of converged runs."""
+    n_conv = int((ok["conv"] == 1.0).sum())
+    if (group["status"] == "diverged").any() or (ok["conv"] == 0.0).any():
+        return "no", n_conv
+    if ok.empty:
+        return "no solution", 0
+    if ok["conv"].isna().any():
+        return "unknown", n_conv
+    return "yes", n_conv
+
+
+def _joined(values: pd.Series) -> str:
+    """Distinct values, ``/``-joined, in first-seen order ('' when none)."""
+    seen = []
+    for v in values.dropna():
+        text = str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
+        if text not in seen:
+            seen.append(text)
+    return "/".join(seen)
+
+
+def _reasons(group: pd.DataFrame) -> list[str]:
+    """Distinct ``status: reason`` texts of the cell's non-ok runs."""
+    out = []
+    for _, run in group[group["status"] != "ok"].iterrows():
+        why = run.get("reason") or run.get("skip_reason") or ""
+        text = f"{run['status']}: {why}".strip().rstrip(":")
+        if text not in out:
+            out.append(text)
+    return out
+
+
+def build(runs: pd.DataFrame) -> pd.DataFrame:
+    """Derived runs -> cells in one call (see :func:`derive`, :func:`cells`)."""
+    return cells(derive(runs))
