@@ -1,0 +1,237 @@
+"""Command line: ``python -m reports [options]`` (``make report``).
+
+Reads one experiment of the MLflow store and writes, under ``--out``
+(default ``<repo>/results/report``):
+
+    table4.md     Table 4 (paper layout per quantity) and the cell details
+    table4.tex    the same two tables, LaTeX booktabs (needs amssymb)
+    table4.csv    one row per cell, full-precision numbers, run ids
+    runs.csv      one row per run used
+    not_used.csv  runs not used and why
+    report.html   one self-contained page: tables, figures, run lists
+    figures/      the figures, PNG and PDF
+
+and prints how many runs it used, the runs it did not use and why, the
+trials that did not end ok, the metric table, and finally the paths of
+the Markdown table and the HTML page. Exit status 1 when no run is used,
+2 when the store or experiment cannot be read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from . import curves, figures, html, published, render, table
+from .load import REPO_ROOT, STATUSES, Selection, StoreError, client_for, load_selection
+
+RUN_COLUMNS = ["run_id", "dataset", "budget", "method", "variant", "seed",
+               "repetition", "status", "reason", "metric_name", "metric",
+               "fit_seconds", "predict_seconds", "memory_mib", "memory_kind",
+               "peak_rss_mib", "peak_gpu_mib", "dual_gap", "kkt_residual",
+               "converged", "config_hash"]
+
+
+@dataclass
+class Report:
+    """What :func:`build_report` made.
+
+    Attributes
+    ----------
+    selection : reports.load.Selection
+    runs : pandas.DataFrame
+        Used runs with derived columns (:func:`reports.table.derive`).
+    cells : pandas.DataFrame
+        Table 4 cells with reference columns.
+    figures : list of reports.figures.Figure
+    paths : dict
+        Output name (``markdown``, ``latex``, ``csv``, ``runs``,
+        ``not_used``, ``html``) -> path.
+    """
+
+    selection: Selection
+    runs: pd.DataFrame
+    cells: pd.DataFrame
+    figures: list = field(default_factory=list)
+    paths: dict = field(default_factory=dict)
+
+
+def failed_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """Used runs whose status is not ``ok``, with their reason."""
+    if runs.empty:
+        return pd.DataFrame(columns=["run_id", "dataset", "method", "budget",
+                                     "seed", "status", "reason"])
+    bad = runs[runs["status"] != "ok"].copy()
+    bad["reason"] = bad["reason"].where(bad["reason"].fillna("") != "",
+                                        bad.get("skip_reason"))
+    return bad[["run_id", "dataset", "method", "budget", "seed", "status",
+                "reason"]].reset_index(drop=True)
+
+
+def build_report(tracking_uri: str | None = None, experiment: str | None = None,
+                 *, datasets=None, methods=None, budgets=None, statuses=None,
+                 out: Path | str | None = None, make_figures: bool = True,
+                 echo=print) -> Report:
+    """Read the store and write every output.
+
+    Parameters
+    ----------
+    tracking_uri : str, optional
+        Default ``$MLFLOW_TRACKING_URI``, else ``sqlite:///<repo>/results/mlflow.db``.
+    experiment : str, optional
+        Sweep name; default the experiment with the most recently started run.
+    datasets, methods, budgets, statuses : list of str, optional
+        Keep only runs whose tag is one of these.
+    out : path, optional
+        Output folder (default ``<repo>/results/report``).
+    make_figures : bool
+        Draw the figures (and read Joker histories).
+    echo : callable
+        Where progress lines go (``print``; ``lambda *a: None`` for quiet).
+
+    Returns
+    -------
+    Report
+    """
+    filters = {"dataset": datasets, "method": methods, "budget": budgets,
+               "status": statuses}
+    sel = load_selection(tracking_uri, experiment, filters)
+    out = Path(out) if out else REPO_ROOT / "results" / "report"
+    out.mkdir(parents=True, exist_ok=True)
+    runs = table.derive(sel.runs) if len(sel.runs) else sel.runs.assign(
+        variant=[], metric_name=[], metric=[], memory_mib=[], memory_kind=[])
+    cells = published.attach(table.cells(runs)) if len(runs) else pd.DataFrame()
+    rep = Report(sel, runs, cells)
+    failed = failed_runs(runs)
+
+    how = "given" if experiment else "default: the most recently run experiment"
+    echo(f"reports: store {sel.tracking_uri}")
+    echo(f"reports: experiment '{sel.experiment}' ({how})")
+    echo(f"reports: {sel.summary()}")
+    for _, s in sel.skipped.iterrows():
+        echo(f"  not used: {s['run_id']} {s['dataset']}/{s['method']}/{s['budget']}: {s['why']}")
+    for _, f in failed.iterrows():
+        echo(f"  {f['status']}: {f['dataset']}/{f['method']}/{f['budget']} "
+             f"seed {f['seed']}: {f['reason'] or ''}")
+
+    if make_figures and len(runs):
+        hist = curves.joker_histories(client_for(sel.tracking_uri), runs)
+        rep.figures = figures.make_all(runs, cells, hist, out / "figures")
+        for f in rep.figures:
+            echo(f"  figure {f.name}: " + (str(f.png) if f.png else f.note))
+
+    refs = published.cited(cells) if len(cells) else published.load().iloc[0:0]
+    tables = _tables(cells)
+    when = _dt.datetime.now().isoformat(timespec="seconds")
+    rep.paths = _write(out, sel, rep, tables, failed, refs, when)
+    if len(cells):
+        echo("")
+        echo(render.markdown(tables[0][1]))
+    echo(f"Markdown table: {rep.paths['markdown']}")
+    echo(f"HTML page:      {rep.paths['html']}")
+    return rep
+
+
+def _tables(cells: pd.DataFrame) -> list:
+    """Titled string tables, in report order."""
+    if cells.empty:
+        return []
+    return [
+        ("Table 4: test metric (✓ converged, ✗ not, ? unknown)",
+         render.paper_layout(cells, "metric")),
+        ("Table 4: training time (s)", render.paper_layout(cells, "time")),
+        ("Table 4: peak memory (MiB)", render.paper_layout(cells, "memory")),
+        ("Cell by cell: status, convergence certificates, budget, settings, reference",
+         render.details(cells)),
+    ]
+
+
+def _write(out: Path, sel: Selection, rep: Report, tables, failed, refs, when) -> dict:
+    """Write md, tex, csv and html files; return their paths."""
+    paths = {"markdown": out / "table4.md", "latex": out / "table4.tex",
+             "csv": out / "table4.csv", "runs": out / "runs.csv",
+             "not_used": out / "not_used.csv", "html": out / "report.html"}
+    ref_cols = ["id", "dataset", "method", "metric", "value", "unit",
+                "fit_seconds", "peak_mib", "kind", "setting", "source"]
+    head = (f"# Table 4: experiment `{sel.experiment}`\n\n"
+            f"Store `{sel.tracking_uri}`. {sel.summary()}.\n"
+            + (f"Filters: {sel.filters}.\n" if sel.filters else "")
+            + f"Generated {when}.\n\n")
+    body = "".join(f"## {t}\n\n{render.markdown(df)}\n" for t, df in tables)
+    if not tables:
+        body = "No runs matched.\n\n"
+    body += f"{render.LEGEND}\n\n"
+    body += f"## Runs not used ({len(sel.skipped)})\n\n{render.markdown(sel.skipped)}\n"
+    body += f"## Trials that did not end ok ({len(failed)})\n\n{render.markdown(failed)}\n"
+    for f in rep.figures:
+        body += (f"Figure `{f.name}`: {f.png.name if f.png else f.note}\n\n")
+    body += f"## References\n\n{render.markdown(refs[ref_cols])}"
+    paths["markdown"].write_text(head + body, encoding="utf-8")
+
+    tex = [f"% Table 4, experiment {sel.experiment}; {sel.summary()}\n"
+           "% needs \\usepackage{booktabs,amssymb}\n"]
+    if tables:
+        tex.append(render.latex(render.paper_layout_tex(rep.cells),
+                                f"Table 4 ({sel.experiment})", "tab:table4"))
+        tex.append(render.latex(tables[-1][1], f"Table 4 details ({sel.experiment})",
+                                "tab:table4-details"))
+    paths["latex"].write_text("\n".join(tex), encoding="utf-8")
+
+    rep.cells.to_csv(paths["csv"], index=False)
+    cols = [c for c in RUN_COLUMNS if c in rep.runs] + sorted(
+        c for c in rep.runs if c.startswith("plan."))
+    rep.runs[cols].to_csv(paths["runs"], index=False)
+    sel.skipped.to_csv(paths["not_used"], index=False)
+
+    paths["html"].write_text(html.page(
+        experiment=sel.experiment, uri=sel.tracking_uri, summary=sel.summary(),
+        filters=sel.filters, when=when, tables=tables, legend=render.LEGEND,
+        figures=rep.figures, skipped=sel.skipped, failed=failed,
+        references=refs[ref_cols]), encoding="utf-8")
+    return {k: p.resolve() for k, p in paths.items()}
+
+
+def parser() -> argparse.ArgumentParser:
+    """The argument parser of ``python -m reports``."""
+    p = argparse.ArgumentParser(
+        prog="python -m reports",
+        description="Rebuild the paper's Table 4 and figures from the MLflow store.")
+    p.add_argument("--tracking-uri", help="MLflow tracking URI (default: "
+                   "$MLFLOW_TRACKING_URI, else sqlite:///<repo>/results/mlflow.db)")
+    p.add_argument("--experiment", help="sweep (experiment) name; default: the "
+                   "experiment with the most recently started run")
+    for name, what in (("dataset", "dataset"), ("method", "solver id"),
+                       ("budget", "budget name")):
+        p.add_argument(f"--{name}", action="append", metavar="NAME",
+                       help=f"keep only this {what} (repeat or comma-separate)")
+    p.add_argument("--status", action="append", metavar="STATUS",
+                   help=f"keep only runs with this status ({', '.join(STATUSES)})")
+    p.add_argument("--out", help="output folder (default: <repo>/results/report)")
+    p.add_argument("--no-figures", action="store_true", help="tables only")
+    return p
+
+
+def _split(values):
+    """``['a,b', 'c']`` -> ``['a', 'b', 'c']``; None stays None."""
+    if not values:
+        return None
+    return [v.strip() for item in values for v in item.split(",") if v.strip()]
+
+
+def main(argv=None) -> int:
+    """Entry point; returns the exit status."""
+    args = parser().parse_args(argv)
+    try:
+        rep = build_report(args.tracking_uri, args.experiment,
+                           datasets=_split(args.dataset), methods=_split(args.method),
+                           budgets=_split(args.budget), statuses=_split(args.status),
+                           out=args.out, make_figures=not args.no_figures)
+    except StoreError as err:
+        print(f"reports: {err}", file=sys.stderr)
+        return 2
+    return 0 if len(rep.runs) else 1

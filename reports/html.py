@@ -1,0 +1,80 @@
+"""One self-contained HTML page: tables, figures (base64 PNG), run lists."""
+
+from __future__ import annotations
+
+import base64
+
+import jinja2
+import pandas as pd
+
+TEMPLATE = jinja2.Template("""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<title>Table 4 report: {{ experiment|e }}</title>
+<style>
+body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1400px;color:#222}
+table{border-collapse:collapse;margin:0.5em 0 1.5em;font-size:0.9em}
+th,td{border-bottom:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}
+thead th{border-bottom:2px solid #444}
+.legend,.meta{color:#555;font-size:0.9em;max-width:1100px}
+img{max-width:100%;border:1px solid #eee}
+code{background:#f4f4f4;padding:0 3px}
+</style></head><body>
+<h1>Table 4: experiment <code>{{ experiment|e }}</code></h1>
+<p class="meta">Store <code>{{ uri|e }}</code>. {{ summary|e }}.
+{% if filters %}Filters: {% for k, v in filters.items() %}<code>{{ k|e }}</code> in {{ v|join(", ")|e }}{% if not loop.last %}; {% endif %}{% endfor %}.{% endif %}
+Generated {{ when|e }}.</p>
+{% for title, table in tables %}<h2>{{ title|e }}</h2>
+{{ table }}{% endfor %}
+<p class="legend">{{ legend|e }}</p>
+<h2>Figures</h2>
+{% for f in figures %}<h3>{{ f.title|e }}</h3>
+{% if f.png %}<img alt="{{ f.name|e }}" src="data:image/png;base64,{{ f.b64 }}">
+<p class="meta">Files: <code>{{ f.png.name }}</code>, <code>{{ f.pdf.name }}</code>; {{ f.n }} plotted points.</p>
+{% else %}<p class="meta">{{ f.note|e }}</p>{% endif %}{% endfor %}
+<h2>Runs not used ({{ n_skipped }})</h2>
+{{ skipped }}
+<h2>Trials that did not end ok ({{ n_failed }})</h2>
+{{ failed }}
+<h2>References</h2>
+<p class="meta">Numbers beside ours come from <code>reports/published.csv</code>.
+The paper's own Table 4 numbers are not included (not readable from the
+sources we could reach); rows marked "measured on this machine class" are
+anchor figures from <code>shared/docs/anchors.md</code>, not published results.</p>
+{{ references }}
+</body></html>
+""")
+
+
+def table_html(frame: pd.DataFrame) -> str:
+    """A frame as an HTML table, escaped; '(none)' when empty."""
+    if frame is None or frame.empty:
+        return "<p>(none)</p>"
+    return frame.to_html(index=False, escape=True, border=0, na_rep="")
+
+
+def page(*, experiment, uri, summary, filters, when, tables, legend,
+         figures, skipped, failed, references) -> str:
+    """The HTML text.
+
+    Parameters
+    ----------
+    tables : list of (str, pandas.DataFrame)
+        Titled tables, in order.
+    figures : list of reports.figures.Figure
+        PNG files are read and embedded as base64.
+    skipped, failed, references : pandas.DataFrame
+    Other parameters are strings or a dict (``filters``) shown verbatim.
+    """
+    figs = []
+    for f in figures:
+        b64 = base64.b64encode(f.png.read_bytes()).decode() if f.png else ""
+        figs.append(dict(name=f.name, title=f.title, png=f.png, pdf=f.pdf,
+                         note=f.note, b64=b64, n=len(f.data)))
+    return TEMPLATE.render(
+        experiment=experiment, uri=uri, summary=summary, filters=filters,
+        when=when, legend=legend, figures=figs,
+        tables=[(t, table_html(df)) for t, df in tables],
+        skipped=table_html(skipped), n_skipped=len(skipped),
+        failed=table_html(failed), n_failed=len(failed),
+        references=table_html(references))
+
