@@ -1,0 +1,25 @@
+"""scikit-learn's estimator checks for JokerRegressor and JokerClassifier, exact and RFF.
+
+Every check must pass; none is marked as an expected failure here.  A
+failing check is a bug to report, not a check to skip.
+"""
+
+from __future__ import annotations
+
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from joker import JokerClassifier, JokerRegressor
+
+ESTIMATORS = [
+    JokerRegressor(sigma=1.0, random_state=0),
+    JokerRegressor(sigma=1.0, n_components=40, random_state=0),
+    JokerRegressor(loss="epsilon_insensitive", sigma=1.0, random_state=0),
+    JokerClassifier(sigma=1.0, random_state=0),
+    JokerClassifier(sigma=1.0, n_components=40, random_state=0),
+    JokerClassifier(loss="logistic", sigma=1.0, random_state=0),
+]
+
+
+@parametrize_with_checks(ESTIMATORS)
+def test_sklearn_estimator_checks(estimator, check):
+    check(estimator)
