@@ -1,0 +1,109 @@
+"""Hydra callback of the harness: set up the store once, close the sweep.
+
+``on_multirun_start`` runs in the process that launches the sweep, before
+any job: it creates the MLflow database (SQLite migrations are not safe to
+run from parallel jobs), the experiment and the parent run, and writes
+``<sweep dir>/.joker_bench/sweep.json`` that every job reads.
+``on_multirun_end`` closes the parent run and prints the closing table.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig
+
+from . import summary as summ
+from .paths import export_conf_env
+
+log = logging.getLogger(__name__)
+
+
+def count_jobs(config: DictConfig) -> Optional[int]:
+    """Number of jobs a basic-sweeper multirun will launch, or ``None`` if unknown.
+
+    Parameters
+    ----------
+    config : omegaconf.DictConfig
+        The multirun config (with its ``hydra`` node).
+    """
+    try:
+        from hydra.core.override_parser.overrides_parser import OverridesParser
+
+        overrides = {}
+        params = config.hydra.sweeper.get("params") or {}
+        for key, value in params.items():
+            overrides[key] = f"{key}={value}"
+        for text in config.hydra.overrides.task:
+            key = text.split("=", 1)[0].lstrip("+~")
+            overrides[key] = text
+        n = 1
+        for ov in OverridesParser.create().parse_overrides(list(overrides.values())):
+            if ov.is_sweep_override():
+                if not ov.is_discrete_sweep():
+                    return None
+                n *= len(list(ov.sweep_iterator()))
+        return n
+    except Exception:
+        return None
+
+
+class BenchCallback(Callback):
+    """Creates the MLflow store, experiment and parent run; prints the closing table."""
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        """Open the store and the parent run before any job starts."""
+        export_conf_env()
+        from .app import write_sweep_state
+        from .provenance import git_info
+        from .tracking import Store, resolve_uri
+
+        sweep_dir = Path(config.hydra.sweep.dir)
+        uri = resolve_uri(config.mlflow.tracking_uri)
+        experiment = config.mlflow.experiment or config.sweep
+        store = Store.open(uri, experiment)
+        n_jobs = count_jobs(config)
+        overrides = " ".join(config.hydra.overrides.task)
+        parent = store.start_parent(
+            name=f"{experiment} {time.strftime('%Y-%m-%d %H:%M:%S')}",
+            tags={
+                "joker_bench.kind": "multirun", "sweep": str(config.sweep),
+                "overrides": overrides, "sweep_dir": str(sweep_dir),
+                "n_jobs": str(n_jobs), **git_info(),
+            },
+        )
+        write_sweep_state(sweep_dir, {
+            "tracking_uri": uri, "experiment": experiment,
+            "experiment_id": store.experiment_id, "parent_run_id": parent, "n_jobs": n_jobs,
+        })
+        print(
+            f"sweep '{experiment}': {n_jobs if n_jobs is not None else '?'} trials -> {uri}"
+            f" (parent run {parent})\n  outputs: {sweep_dir}",
+            flush=True,
+        )
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        """Close the parent run and print one line per trial."""
+        from .app import read_sweep_state
+        from .tracking import Store
+
+        sweep_dir = Path(config.hydra.sweep.dir)
+        state = read_sweep_state(sweep_dir)
+        done = summ.read_done(sweep_dir)
+        if state:
+            try:
+                Store(state["tracking_uri"], state["experiment_id"]).end_run(state["parent_run_id"])
+            except Exception as exc:  # the trials are recorded; do not fail the sweep here
+                log.warning("could not close the parent run: %s", exc)
+        print("\n" + summ.table(done), flush=True)
+        if state:
+            print(
+                f"results: {state['tracking_uri']} (experiment '{state['experiment']}')\n"
+                f"  report: python -m reports --experiment {state['experiment']}   "
+                "browse: make ui",
+                flush=True,
+            )

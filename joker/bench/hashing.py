@@ -1,0 +1,87 @@
+"""Trial identity: code version and config hash (the resume key).
+
+A trial is identified by the hash of its resolved spec (see
+:func:`joker.bench.schema.resolve_trial`) together with the code version,
+so a finished run is reused only for the same settings *and* the same code.
+The code version is a content hash of the Python sources of ``joker/`` and
+``baselines/`` (no git needed, unchanged by edits to docs or tests) and the
+package version.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Dict
+
+from .paths import repo_root
+
+#: Spec keys that do not change a trial's result (display/bookkeeping only).
+_NOT_HASHED = frozenset({"sweep"})
+
+
+@functools.lru_cache(maxsize=1)
+def code_version() -> str:
+    """Return the code version string.
+
+    Returns
+    -------
+    str
+        ``"<package version>+src.<12 hex digits>"``: the sha256 of the paths
+        and contents of every ``*.py`` under ``joker/`` and ``baselines/``.
+    """
+    root = repo_root()
+    h = hashlib.sha256()
+    for pkg in ("joker", "baselines"):
+        base = root / pkg
+        if not base.is_dir():
+            continue
+        for path in sorted(base.rglob("*.py")):
+            if "__pycache__" in path.parts:
+                continue
+            h.update(str(path.relative_to(root)).encode())
+            h.update(b"\0")
+            h.update(path.read_bytes())
+            h.update(b"\0")
+    return f"{_package_version()}+src.{h.hexdigest()[:12]}"
+
+
+def _package_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("joker-bench")
+    except Exception:  # not installed: fall back to pyproject's line
+        pyproject = repo_root() / "pyproject.toml"
+        for line in pyproject.read_text().splitlines() if pyproject.exists() else []:
+            if line.strip().startswith("version"):
+                return line.split("=", 1)[1].strip().strip('"')
+        return "0"
+
+
+def canonical_json(obj: Any) -> str:
+    """Serialise ``obj`` deterministically (sorted keys, no spaces)."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def config_hash(spec: Dict[str, Any], version: str | None = None) -> str:
+    """Hash a resolved trial spec with the code version.
+
+    Parameters
+    ----------
+    spec : dict
+        Resolved trial spec.
+    version : str, optional
+        Code version; default :func:`code_version`.
+
+    Returns
+    -------
+    str
+        16 hex digits of sha256(canonical spec + version).
+    """
+    keyed = {k: v for k, v in spec.items() if k not in _NOT_HASHED}
+    payload = canonical_json({"spec": keyed, "code": version or code_version()})
+    return hashlib.sha256(payload.encode()).hexdigest()[:16]
+

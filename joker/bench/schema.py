@@ -1,0 +1,439 @@
+"""Structured-config schema of a benchmark trial, and its resolution.
+
+The dataclasses below are registered in Hydra's ConfigStore (as
+``bench_schema``) and every sweep file starts its defaults list with
+``harness``, which extends that schema: a misspelt key or a value of the
+wrong type in a sweep file, a config group file or on the command line is
+rejected when Hydra composes the config, before any trial starts.
+
+:func:`resolve_trial` turns one composed job config into the plain,
+JSON-serialisable *trial spec* the child process runs and that is hashed,
+logged and compared for resume. Resolution order of a method's settings
+(later wins)::
+
+    conf/method/<m>.yaml  <  dataset.methods[<m>]  <  settings[<m>] (sweep-wide)
+
+and the dataset sizes come from ``dataset.n_train``/``n_test`` when set,
+else from ``dataset.sizes[<scale>]``.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Dict, Optional
+
+from omegaconf import MISSING
+
+from .seeds import data_seed, derive_seed
+
+
+class Task(str, Enum):
+    """Learning task of a dataset (the values of ``ds.task``)."""
+
+    regression = "regression"
+    binary = "binary"
+    multiclass = "multiclass"
+
+
+class DType(str, Enum):
+    """Floating-point precision a method computes in."""
+
+    float32 = "float32"
+    float64 = "float64"
+
+
+@dataclass
+class DatasetConfig:
+    """One dataset of the registry (``conf/dataset/<name>.yaml``).
+
+    Attributes
+    ----------
+    name : str
+        Registry name passed to ``joker.data.load_dataset``.
+    task : Task
+        ``regression``, ``binary`` or ``multiclass`` (checked against the data).
+    n_train, n_test : int or None
+        Subset sizes (rows); ``None`` means "from ``sizes[scale]``", and a
+        missing entry there means the full split.
+    subset : str
+        ``random`` (seeded) or ``head`` subsets of the splits.
+    sigma : float or "median"
+        Gaussian bandwidth (k = exp(-||x - z||^2 / (2 sigma^2))) in units of
+        the standardised features, or ``median`` for the median heuristic
+        computed in the child (5,000 train points, seed 0).
+    lam : float
+        The paper's lambda (sum of losses), shared by every method unless a
+        per-method setting overrides it.
+    primary_metric : str
+        Metric the paper reports for this dataset (``test_rmse``, ...).
+    sizes : dict
+        ``{scale: {n_train: int|None, n_test: int|None}}``.
+    methods : dict
+        Per-method settings on this dataset: ``{method: {lam, loss, options,
+        dtype, kernel, timeout_s}}``.
+    loader : str or None
+        ``"module:function"`` or ``"path/to/file.py:function"`` replacing
+        ``joker.data.load_dataset`` (tests only).
+    """
+
+    name: str = MISSING
+    task: Task = MISSING
+    n_train: Optional[int] = None
+    n_test: Optional[int] = None
+    subset: str = "random"
+    sigma: Any = "median"
+    lam: float = 1.0
+    primary_metric: str = MISSING
+    sizes: Dict[str, Any] = field(default_factory=dict)
+    methods: Dict[str, Any] = field(default_factory=dict)
+    loader: Optional[str] = None
+
+
+@dataclass
+class MethodConfig:
+    """One solver (``conf/method/<id>.yaml``).
+
+    Attributes
+    ----------
+    name : str
+        Solver id (``joker-exact``, ``falkon``, ...; see docs/contracts.md).
+    loss : str or None
+        Loss name; ``None`` picks ``losses[task]``.
+    losses : dict
+        Default loss per task; a task without an entry is skipped.
+    kernel : str
+        ``gaussian`` or ``laplacian``.
+    dtype : DType
+        Precision of the fit (the data are loaded in it).
+    options : dict
+        Extra keyword arguments of the adapter (``block_size``, ``M``, ...).
+    adapter : str or None
+        ``"module:Class"`` or ``"path.py:Class"`` replacing the registry
+        look-up (tests only).
+    warmup : bool
+        Untimed warm-up fit on a few points before the timed fit.
+    """
+
+    name: str = MISSING
+    loss: Optional[str] = None
+    losses: Dict[str, str] = field(default_factory=dict)
+    kernel: str = "gaussian"
+    dtype: DType = DType.float64
+    options: Dict[str, Any] = field(default_factory=dict)
+    adapter: Optional[str] = None
+    warmup: bool = True
+
+
+@dataclass
+class BudgetConfig:
+    """Memory budget of a trial (``conf/budget/<name>.yaml``).
+
+    Attributes
+    ----------
+    name : str
+        Budget name (a tag of the trial).
+    host_mib : int or None
+        Host memory in MiB (peak RSS of the trial process); ``None`` = unlimited.
+    gpu_mib : int or None
+        GPU memory in MiB; ``None`` = unlimited (or no GPU).
+    kill_factor : float or None
+        The parent kills a trial whose sampled RSS passes
+        ``kill_factor * host_mib`` (status ``over_budget``) so that one trial
+        cannot exhaust the machine; ``None`` disables it.
+    """
+
+    name: str = MISSING
+    host_mib: Optional[int] = None
+    gpu_mib: Optional[int] = None
+    kill_factor: Optional[float] = 1.5
+
+
+@dataclass
+class MlflowConfig:
+    """Where the results go.
+
+    Attributes
+    ----------
+    tracking_uri : str or None
+        ``None``: ``$MLFLOW_TRACKING_URI``, else
+        ``sqlite:///<repo>/results/mlflow.db``.
+    experiment : str or None
+        Experiment name; ``None`` uses the sweep name.
+    """
+
+    tracking_uri: Optional[str] = None
+    experiment: Optional[str] = None
+
+
+@dataclass
+class BenchConfig:
+    """Root of a trial config (one Hydra job = one trial).
+
+    Attributes
+    ----------
+    sweep : str
+        Sweep name (the MLflow experiment unless ``mlflow.experiment``).
+    scale : str
+        Key into each dataset's ``sizes`` (``smoke``, ``local``, ``paper``).
+    seed : int
+        Base seed of the sweep; each trial derives its own.
+    repetition : int
+        Repetition index (sweep it for several seeds).
+    rerun : bool
+        Run trials again even when a finished run with their hash exists.
+    threads : int
+        Threads given to every method (OMP/MKL/OpenBLAS/torch).
+    device : str
+        ``cpu`` or ``cuda`` / ``cuda:<i>``.
+    timeout_s : float
+        Wall-clock limit of one trial in seconds (data load included).
+    settings : dict
+        Sweep-wide per-method settings ``{method: {options: ..., ...}}``.
+    datasets : dict
+        Named comma-separated dataset lists per scale that sweep files may
+        use in ``hydra.sweeper.params``.
+    """
+
+    sweep: str = "custom"
+    scale: str = "local"
+    seed: int = 0
+    repetition: int = 0
+    rerun: bool = False
+    threads: int = 2
+    device: str = "cpu"
+    timeout_s: float = 600.0
+    dataset: DatasetConfig = MISSING
+    method: MethodConfig = MISSING
+    budget: BudgetConfig = MISSING
+    mlflow: MlflowConfig = field(default_factory=MlflowConfig)
+    settings: Dict[str, Any] = field(default_factory=dict)
+    datasets: Dict[str, str] = field(default_factory=dict)
+
+
+#: Keys a per-method setting (``dataset.methods[m]``, ``settings[m]``) may carry.
+SETTING_KEYS = frozenset(
+    {"lam", "loss", "kernel", "dtype", "options", "timeout_s", "adapter", "warmup"}
+)
+KERNELS = frozenset({"gaussian", "laplacian"})
+
+
+def register_configs() -> None:
+    """Register the schema in Hydra's ConfigStore (idempotent).
+
+    Stores ``bench_schema`` (the root, :class:`BenchConfig`); the group
+    files merge into its typed ``dataset``, ``method`` and ``budget`` nodes.
+    """
+    from hydra.core.config_store import ConfigStore
+
+    ConfigStore.instance().store(name="bench_schema", node=BenchConfig)
+
+
+class ConfigError(ValueError):
+    """A composed config that is well typed but inconsistent."""
+
+
+def _plain(node: Any) -> Any:
+    """Return a plain python container (enums as strings) for a config node."""
+    try:
+        from omegaconf import DictConfig, ListConfig, OmegaConf
+    except ImportError:  # pragma: no cover - omegaconf is a harness dependency
+        return copy.deepcopy(node)
+    if isinstance(node, (DictConfig, ListConfig)):
+        return OmegaConf.to_container(node, resolve=True, enum_to_str=True)
+    if isinstance(node, Enum):
+        return node.value
+    return copy.deepcopy(node)
+
+
+def _merge(base: Dict[str, Any], over: Dict[str, Any]) -> Dict[str, Any]:
+    """Merge per-method settings ``over`` into ``base`` (``options`` merged by key)."""
+    out = dict(base)
+    for key, value in over.items():
+        if key == "options" and isinstance(value, dict):
+            opts = dict(out.get("options") or {})
+            opts.update(value)
+            out["options"] = opts
+        else:
+            out[key] = value
+    return out
+
+
+def _check_setting(where: str, setting: Any) -> Dict[str, Any]:
+    if setting is None:
+        return {}
+    if not isinstance(setting, dict):
+        raise ConfigError(f"{where} must be a mapping, got {setting!r}")
+    unknown = set(setting) - SETTING_KEYS
+    if unknown:
+        raise ConfigError(
+            f"{where} has unknown keys {sorted(unknown)}; allowed: {sorted(SETTING_KEYS)}"
+        )
+    return setting
+
+
+def parse_sigma(value: Any) -> Any:
+    """Validate a bandwidth setting.
+
+    Parameters
+    ----------
+    value : float, int, str
+        A positive number, or ``"median"``.
+
+    Returns
+    -------
+    float or str
+        The positive bandwidth as float, or ``"median"``.
+
+    Raises
+    ------
+    ConfigError
+        For anything else.
+    """
+    if isinstance(value, str):
+        if value.strip().lower() == "median":
+            return "median"
+        try:
+            value = float(value)
+        except ValueError:
+            raise ConfigError(f"sigma must be a positive number or 'median', got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"sigma must be a positive number or 'median', got {value!r}")
+    value = float(value)
+    if not (math.isfinite(value) and value > 0):
+        raise ConfigError(f"sigma must be a positive number or 'median', got {value!r}")
+    return value
+
+
+def resolve_trial(cfg: Any) -> Dict[str, Any]:
+    """Resolve one composed job config into the trial spec.
+
+    Parameters
+    ----------
+    cfg : omegaconf.DictConfig or dict
+        A composed :class:`BenchConfig` (one Hydra job).
+
+    Returns
+    -------
+    dict
+        JSON-serialisable spec with keys ``sweep, scale, repetition,
+        base_seed, seed, threads, device, timeout_s, lam, sigma, dataset,
+        method, budget``. ``method.loss`` is ``None`` when the method has no
+        loss for the dataset's task (the trial is then skipped).
+
+    Raises
+    ------
+    ConfigError
+        On an inconsistent config (bad sigma, unknown per-method key, ...).
+    """
+    c = _plain(cfg)
+    c.pop("hydra", None)
+    ds = c["dataset"]
+    m = c["method"]
+    name = m["name"]
+    task = ds["task"]
+
+    setting: Dict[str, Any] = {
+        "lam": ds.get("lam", 1.0),
+        "loss": m.get("loss"),
+        "kernel": m.get("kernel", "gaussian"),
+        "dtype": m.get("dtype", "float64"),
+        "options": dict(m.get("options") or {}),
+        "timeout_s": c.get("timeout_s", 600.0),
+        "adapter": m.get("adapter"),
+        "warmup": m.get("warmup", True),
+    }
+    setting = _merge(setting, _check_setting(f"dataset.methods[{name}]", (ds.get("methods") or {}).get(name)))
+    setting = _merge(setting, _check_setting(f"settings[{name}]", (c.get("settings") or {}).get(name)))
+
+    loss = setting["loss"] or (m.get("losses") or {}).get(task)
+    if setting["kernel"] not in KERNELS:
+        raise ConfigError(f"kernel must be one of {sorted(KERNELS)}, got {setting['kernel']!r}")
+    if setting["dtype"] not in ("float32", "float64"):
+        raise ConfigError(f"dtype must be float32 or float64, got {setting['dtype']!r}")
+    lam = float(setting["lam"])
+    if not (math.isfinite(lam) and lam >= 0):
+        raise ConfigError(f"lam must be a non-negative number, got {setting['lam']!r}")
+    timeout = float(setting["timeout_s"])
+    if not timeout > 0:
+        raise ConfigError(f"timeout_s must be positive, got {timeout}")
+    if int(c["threads"]) < 1:
+        raise ConfigError(f"threads must be >= 1, got {c['threads']}")
+
+    sizes = (ds.get("sizes") or {}).get(c["scale"]) or {}
+    if not isinstance(sizes, dict) or set(sizes) - {"n_train", "n_test"}:
+        raise ConfigError(f"dataset.sizes[{c['scale']}] must be {{n_train, n_test}}, got {sizes!r}")
+    n_train = ds.get("n_train") if ds.get("n_train") is not None else sizes.get("n_train")
+    n_test = ds.get("n_test") if ds.get("n_test") is not None else sizes.get("n_test")
+
+    budget = c["budget"]
+    for key in ("host_mib", "gpu_mib"):
+        if budget.get(key) is not None and budget[key] <= 0:
+            raise ConfigError(f"budget.{key} must be positive or null, got {budget[key]}")
+
+    base_seed = int(c["seed"])
+    rep = int(c["repetition"])
+    return {
+        "sweep": c["sweep"],
+        "scale": c["scale"],
+        "repetition": rep,
+        "base_seed": base_seed,
+        "seed": derive_seed(base_seed, ds["name"], name, rep),
+        "data_seed": data_seed(base_seed, rep),
+        "threads": int(c["threads"]),
+        "device": c["device"],
+        "timeout_s": timeout,
+        "lam": lam,
+        "sigma": parse_sigma(ds.get("sigma", "median")),
+        "dataset": {
+            "name": ds["name"],
+            "task": task,
+            "n_train": n_train,
+            "n_test": n_test,
+            "subset": ds.get("subset", "random"),
+            "primary_metric": ds["primary_metric"],
+            "loader": ds.get("loader"),
+        },
+        "method": {
+            "name": name,
+            "loss": loss,
+            "kernel": setting["kernel"],
+            "dtype": setting["dtype"],
+            "options": setting["options"],
+            "adapter": setting["adapter"],
+            "warmup": bool(setting["warmup"]),
+        },
+        "budget": {
+            "name": budget["name"],
+            "host_mib": budget.get("host_mib"),
+            "gpu_mib": budget.get("gpu_mib"),
+            "kill_factor": budget.get("kill_factor"),
+        },
+    }
+
+
+def flatten(d: Dict[str, Any], prefix: str = "") -> Dict[str, Any]:
+    """Flatten nested dicts into dotted keys.
+
+    Parameters
+    ----------
+    d : dict
+        Nested mapping.
+    prefix : str
+        Prefix of every key (without the trailing dot).
+
+    Returns
+    -------
+    dict
+        ``{"a.b.c": value}``; lists stay values.
+    """
+    out: Dict[str, Any] = {}
+    for key, value in d.items():
+        k = f"{prefix}.{key}" if prefix else str(key)
+        if isinstance(value, dict) and value:
+            out.update(flatten(value, k))
+        else:
+            out[k] = value
+    return out

@@ -1,0 +1,140 @@
+"""What a sweep prints: one line per trial, a live indicator, a closing table.
+
+Every finished job leaves a small JSON summary in
+``<sweep dir>/.joker_bench/done/<job num>.json``; the progress counter and the
+closing table read those files, so they work with every launcher (basic,
+joblib, submitit) without talking to MLflow.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+STATE_DIR = ".joker_bench"
+
+
+def state_dir(sweep_dir: Path) -> Path:
+    """Return ``<sweep dir>/.joker_bench`` (created)."""
+    p = Path(sweep_dir) / STATE_DIR
+    (p / "done").mkdir(parents=True, exist_ok=True)
+    return p
+
+
+def write_done(sweep_dir: Path, job_num: int, summary: Dict[str, Any]) -> None:
+    """Record a finished job's summary (atomic)."""
+    d = state_dir(sweep_dir) / "done"
+    tmp = d / f".{job_num}.json.tmp"
+    tmp.write_text(json.dumps(summary, default=str))
+    os.replace(tmp, d / f"{job_num}.json")
+
+
+def read_done(sweep_dir: Path) -> List[Dict[str, Any]]:
+    """Return the summaries of the finished jobs, by job number."""
+    d = Path(sweep_dir) / STATE_DIR / "done"
+    if not d.is_dir():
+        return []
+    out = []
+    for p in sorted(d.glob("*.json"), key=lambda q: int(q.stem) if q.stem.isdigit() else 0):
+        try:
+            out.append(json.loads(p.read_text()))
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def _fmt_metric(name: Optional[str], value: Any) -> str:
+    if not name or value is None:
+        return "-"
+    short = name.replace("test_", "")
+    v = float(value)
+    if short in ("accuracy", "auc", "f1"):
+        return f"{short}={100 * v:.2f}%"
+    return f"{short}={v:.4g}"
+
+
+def format_line(s: Dict[str, Any], done: Optional[int] = None, total: Optional[int] = None) -> str:
+    """One line: progress, method, dataset, status, metric, seconds, MiB.
+
+    Parameters
+    ----------
+    s : dict
+        A trial summary (keys method, dataset, status, metric, value,
+        fit_seconds, peak_rss_mib, cached, reason).
+    done, total : int, optional
+        Trials finished so far and in the sweep.
+    """
+    prog = ""
+    if done is not None:
+        prog = f"[{done:>3}/{total}] " if total else f"[{done:>3}] "
+    secs = s.get("fit_seconds")
+    mib = s.get("peak_rss_mib")
+    line = (
+        f"{prog}{s.get('method', '?'):<14} {s.get('dataset', '?'):<11} "
+        f"{s.get('status', '?'):<11} {_fmt_metric(s.get('metric'), s.get('value')):<22} "
+        f"{'fit ' + format(secs, '.2f') + ' s' if secs is not None else '-':<13} "
+        f"{format(mib, '.0f') + ' MiB' if mib is not None else '-':>9}"
+    )
+    if s.get("cached"):
+        line += "  (cached)"
+    if s.get("status") not in ("ok", None) and s.get("reason"):
+        reason = " ".join(str(s["reason"]).split())
+        line += f"  {reason[:110]}"
+    return line
+
+
+def table(summaries: List[Dict[str, Any]]) -> str:
+    """The closing table of a sweep (one line per trial, then status counts)."""
+    if not summaries:
+        return "no trial finished"
+    header = (
+        f"{'method':<14} {'dataset':<11} {'status':<11} {'metric':<22} "
+        f"{'fit time':<13} {'peak RSS':>9}"
+    )
+    lines = [header, "-" * len(header)]
+    for s in sorted(summaries, key=lambda q: (q.get("dataset", ""), q.get("method", ""))):
+        lines.append(format_line(s))
+    counts: Dict[str, int] = {}
+    for s in summaries:
+        counts[s.get("status", "?")] = counts.get(s.get("status", "?"), 0) + 1
+    lines.append(
+        f"{len(summaries)} trials: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+    )
+    return "\n".join(lines)
+
+
+class Ticker:
+    """A live "running for N s" indicator of the current trial.
+
+    Drawn with tqdm on a terminal (stderr); silent when stderr is not a TTY
+    (CI logs get the one-line summaries only).
+    """
+
+    def __init__(self, label: str, timeout_s: float, enabled: Optional[bool] = None) -> None:
+        self.bar = None
+        if enabled is None:
+            enabled = sys.stderr.isatty()
+        if enabled:
+            from tqdm import tqdm
+
+            self.bar = tqdm(
+                total=round(timeout_s), desc=label, unit="s", leave=False,
+                bar_format="{desc} {elapsed} (limit {total} s) {bar}",
+            )
+        self._last = 0.0
+        self._t0 = time.monotonic()
+
+    def __call__(self, elapsed: float) -> None:
+        """Advance to ``elapsed`` seconds."""
+        if self.bar is not None and elapsed - self._last >= 0.5:
+            self.bar.update(round(elapsed) - self.bar.n)
+            self._last = elapsed
+
+    def close(self) -> None:
+        """Remove the indicator."""
+        if self.bar is not None:
+            self.bar.close()

@@ -1,0 +1,323 @@
+"""MLflow records of trials (parent process only; the child never imports this).
+
+Layout (docs/contracts.md, "One trial's MLflow record"): one experiment per
+sweep, one parent run per multirun, one child run per trial. A child run is
+created only once its trial has ended and is written in batches, then set
+``FINISHED``: an interrupted sweep leaves no half-written finished run, and
+the resume look-up (:meth:`Store.find_finished`) trusts ``FINISHED`` runs.
+
+SQLite: the database and the experiment are created once, by the process
+that starts the sweep (:meth:`Store.open` from the Hydra callback), before
+any job runs; every call that writes is retried with exponential backoff
+and jitter, so parallel jobs (joblib, submitit) never fail on
+"database is locked".
+"""
+
+from __future__ import annotations
+
+import csv
+import logging
+import math
+import random
+import time
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterable, List, Optional, TypeVar
+
+from .paths import default_tracking_uri, results_dir
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+#: Tag set on an older finished run of a trial that ``rerun=true`` replaced.
+SUPERSEDED_TAG = "superseded_by"
+HISTORY_COLUMNS = ("epoch", "seconds", "dual", "primal", "gap", "kkt")
+
+
+def resolve_uri(uri: Optional[str]) -> str:
+    """Return the tracking URI: ``uri``, else ``$MLFLOW_TRACKING_URI``, else the repo's SQLite file."""
+    return uri or default_tracking_uri()
+
+
+def artifact_location(uri: str) -> Optional[str]:
+    """Return the artifact root for a new experiment on ``uri``.
+
+    ``results/mlartifacts`` for the default store, ``<db folder>/mlartifacts``
+    for another SQLite file, and ``None`` (the server's choice) otherwise.
+    """
+    if uri.startswith("sqlite:///"):
+        db = Path(uri[len("sqlite:///"):])
+        if db == results_dir() / "mlflow.db":
+            return (results_dir() / "mlartifacts").as_uri()
+        return (db.parent / "mlartifacts").resolve().as_uri()
+    return None
+
+
+def retry(fn: Callable[[], T], what: str, attempts: int = 12, first_wait_s: float = 0.2) -> T:
+    """Call ``fn`` with exponential backoff on failure.
+
+    Parameters
+    ----------
+    fn : callable
+        The call.
+    what : str
+        Its name in log messages.
+    attempts : int
+        Tries before the last error is raised.
+    first_wait_s : float
+        First wait in seconds; doubled each time (capped at 10 s), with jitter.
+
+    Returns
+    -------
+    The value of ``fn()``.
+    """
+    wait = first_wait_s
+    for i in range(attempts):
+        try:
+            return fn()
+        except Exception as exc:  # sqlite "database is locked", server hiccups
+            if i == attempts - 1:
+                raise
+            log.warning("MLflow %s failed (%s); retry %d/%d", what, exc, i + 1, attempts - 1)
+            time.sleep(wait * (0.5 + random.random()))
+            wait = min(wait * 2, 10.0)
+    raise AssertionError("unreachable")
+
+
+def _chunks(items: List[Any], size: int) -> Iterable[List[Any]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+def _text(value: Any, limit: int) -> str:
+    text = "None" if value is None else str(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class Store:
+    """One experiment of one tracking store.
+
+    Parameters
+    ----------
+    uri : str
+        Tracking URI.
+    experiment_id : str
+        The sweep's experiment.
+    """
+
+    def __init__(self, uri: str, experiment_id: str) -> None:
+        from mlflow.tracking import MlflowClient
+
+        self.uri = uri
+        self.experiment_id = experiment_id
+        self.client = MlflowClient(tracking_uri=uri)
+
+    @classmethod
+    def open(cls, uri: str, experiment: str) -> "Store":
+        """Create the store (migrations) and the experiment if needed.
+
+        Call it from one process before parallel jobs start.
+
+        Parameters
+        ----------
+        uri : str
+            Tracking URI.
+        experiment : str
+            Experiment name.
+
+        Returns
+        -------
+        Store
+        """
+        from mlflow.tracking import MlflowClient
+
+        if uri.startswith("sqlite:///"):
+            Path(uri[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
+        client = retry(lambda: MlflowClient(tracking_uri=uri), "open store")
+
+        def get_or_create() -> str:
+            exp = client.get_experiment_by_name(experiment)
+            if exp is not None:
+                if exp.lifecycle_stage == "deleted":
+                    client.restore_experiment(exp.experiment_id)
+                return exp.experiment_id
+            try:
+                return client.create_experiment(experiment, artifact_location=artifact_location(uri))
+            except Exception:
+                exp = client.get_experiment_by_name(experiment)
+                if exp is None:
+                    raise
+                return exp.experiment_id
+
+        exp_id = retry(get_or_create, "get/create experiment")
+        return cls(uri, exp_id)
+
+    # ----------------------------------------------------------- parent runs
+    def start_parent(self, name: str, tags: Dict[str, str]) -> str:
+        """Create the parent run of a multirun; return its id."""
+        run = retry(
+            lambda: self.client.create_run(self.experiment_id, tags=tags, run_name=name),
+            "create parent run",
+        )
+        return run.info.run_id
+
+    def end_run(self, run_id: str, status: str = "FINISHED") -> None:
+        """Mark a run ended (``FINISHED``, ``FAILED`` or ``KILLED``)."""
+        retry(lambda: self.client.set_terminated(run_id, status), "end run")
+
+    # --------------------------------------------------------------- resume
+    def runs_with_hash(self, config_hash: str, finished_only: bool = True) -> List[Any]:
+        """Return the child runs of a trial hash (newest first), superseded ones excluded."""
+        flt = f"tags.config_hash = '{config_hash}'"
+        if finished_only:
+            flt += " and attributes.status = 'FINISHED'"
+        runs = retry(
+            lambda: self.client.search_runs(
+                [self.experiment_id], filter_string=flt, max_results=100,
+                order_by=["attributes.start_time DESC"],
+            ),
+            "search runs",
+        )
+        return [r for r in runs if SUPERSEDED_TAG not in r.data.tags]
+
+    def find_finished(self, config_hash: str) -> Optional[Any]:
+        """Return the newest finished run of this trial hash, or ``None``."""
+        runs = self.runs_with_hash(config_hash)
+        return runs[0] if runs else None
+
+    # ------------------------------------------------------------ trial runs
+    def log_trial(
+        self,
+        *,
+        run_name: str,
+        parent_run_id: Optional[str],
+        params: Dict[str, Any],
+        metrics: Dict[str, float],
+        tags: Dict[str, Any],
+        curves: Dict[str, List[tuple]],
+        artifacts_dir: Optional[Path],
+        start_ms: int,
+        end_ms: int,
+        supersede: bool = False,
+    ) -> str:
+        """Write one trial as a child run and set it ``FINISHED``.
+
+        Parameters
+        ----------
+        run_name : str
+            Display name.
+        parent_run_id : str or None
+            The multirun's parent run (tag ``mlflow.parentRunId``).
+        params, metrics, tags : dict
+            Flat mappings; non-finite metrics are dropped.
+        curves : dict
+            ``{metric: [(step, value, timestamp_ms), ...]}``.
+        artifacts_dir : pathlib.Path or None
+            Folder whose files become the run's artifacts.
+        start_ms, end_ms : int
+            Wall-clock start and end of the trial (ms since the epoch).
+        supersede : bool
+            Tag older finished runs of the same hash ``superseded_by`` (rerun).
+
+        Returns
+        -------
+        str
+            The run id.
+        """
+        from mlflow.entities import Metric, Param, RunTag
+
+        chash = str(tags.get("config_hash", ""))
+        if chash:  # runs left RUNNING by a killed sweep: never trusted, mark them
+            for stale in self.runs_with_hash(chash, finished_only=False):
+                if stale.info.status == "RUNNING":
+                    try:
+                        self.end_run(stale.info.run_id, "KILLED")
+                    except Exception:
+                        pass
+        older = self.runs_with_hash(chash) if (supersede and chash) else []
+
+        run_tags = {k: _text(v, 7900) for k, v in tags.items()}
+        if parent_run_id:
+            run_tags["mlflow.parentRunId"] = parent_run_id
+        run = retry(
+            lambda: self.client.create_run(
+                self.experiment_id, start_time=start_ms, tags=run_tags, run_name=run_name
+            ),
+            "create run",
+        )
+        rid = run.info.run_id
+        mlist = [
+            Metric(k, float(v), end_ms, 0)
+            for k, v in metrics.items()
+            if v is not None and math.isfinite(float(v))
+        ]
+        for key, points in curves.items():
+            mlist.extend(
+                Metric(key, float(v), int(ts), int(step))
+                for step, v, ts in points
+                if v is not None and math.isfinite(float(v))
+            )
+        plist = [Param(k, _text(v, 5900)) for k, v in sorted(params.items())]
+        for chunk in _chunks(plist, 100):
+            retry(lambda: self.client.log_batch(rid, params=chunk, synchronous=True), "log params")
+        for chunk in _chunks(mlist, 1000):
+            retry(lambda: self.client.log_batch(rid, metrics=chunk, synchronous=True), "log metrics")
+        if artifacts_dir is not None and any(Path(artifacts_dir).iterdir()):
+            retry(lambda: self.client.log_artifacts(rid, str(artifacts_dir)), "log artifacts")
+        retry(lambda: self.client.set_terminated(rid, "FINISHED", end_time=end_ms), "finish run")
+        for old in older:
+            try:
+                retry(lambda: self.client.set_tag(old.info.run_id, SUPERSEDED_TAG, rid), "supersede")
+            except Exception:
+                log.warning("could not tag %s as superseded", old.info.run_id)
+        return rid
+
+
+def write_history_csv(history: List[Dict[str, Any]], path: Path) -> bool:
+    """Write a convergence history as CSV.
+
+    Columns: ``epoch, seconds, dual, primal, gap, kkt`` (those present, in
+    this order), then any other keys in order of appearance.
+
+    Returns
+    -------
+    bool
+        False when the history is empty (no file written).
+    """
+    rows = [h for h in history or [] if isinstance(h, dict)]
+    if not rows:
+        return False
+    keys: List[str] = [c for c in HISTORY_COLUMNS if any(c in r for r in rows)]
+    for r in rows:
+        keys.extend(k for k in r if k not in keys)
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=keys, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: r.get(k, "") for k in keys})
+    return True
+
+
+def history_curves(history: List[Dict[str, Any]], start_ms: int) -> Dict[str, List[tuple]]:
+    """Turn a history into metric steps ``curve_<key>``.
+
+    The step is the entry's ``epoch`` (else ``iteration``, else its index);
+    every other numeric key becomes ``curve_<key>`` (``curve_gap``,
+    ``curve_primal``, ``curve_dual``, ``curve_kkt``, ``curve_seconds``, ...).
+    """
+    curves: Dict[str, List[tuple]] = {}
+    for i, h in enumerate(history or []):
+        if not isinstance(h, dict):
+            continue
+        step = h.get("epoch", h.get("iteration", i))
+        try:
+            step = int(step)
+        except (TypeError, ValueError):
+            step = i
+        secs = h.get("seconds")
+        ts = start_ms + int(1000 * float(secs)) if isinstance(secs, (int, float)) else start_ms
+        for key, value in h.items():
+            if key in ("epoch", "iteration") or isinstance(value, bool):
+                continue
+            if isinstance(value, (int, float)):
+                curves.setdefault(f"curve_{key}", []).append((step, float(value), ts))
+    return curves
