@@ -10,10 +10,12 @@ Selection rules
   per multirun) are counted, not used.
 - Filters (dataset, method, budget, status) keep the runs whose tag is one
   of the given values; runs they drop are counted, not listed.
-- A trial run is *not used*, and listed with the reason, when it is
-  unfinished (MLflow status RUNNING or SCHEDULED: an interrupted sweep), has
-  no ``status`` tag, or is superseded by a later run with the same
-  ``config_hash`` (a re-run). Trials whose status is not ``ok`` (skipped,
+- A trial run is *not used*, and listed with the reason, when its MLflow
+  status is not FINISHED (the harness sets FINISHED only once the whole
+  record is written; RUNNING/KILLED runs are half-written records of an
+  interrupted sweep), when it has no ``status`` tag, or when it was
+  superseded by a re-run (tag ``superseded_by``, or a later run with the
+  same ``config_hash``). Trials whose status is not ``ok`` (skipped,
   timeout, ...) *are* used: the table shows their status.
 """
 
@@ -29,11 +31,10 @@ import pandas as pd
 TAG_KEYS = (
     "method", "dataset", "budget", "task", "status", "reason", "skip_reason",
     "config_hash", "seed", "repetition", "primary_metric", "git_commit",
-    "git_dirty", "cpu_model", "n_cores", "gpu_name", "threads",
+    "git_dirty", "cpu_model", "n_cores", "gpu_name", "threads", "superseded_by",
 )
 #: Trial statuses of the contract, in display order.
 STATUSES = ("ok", "skipped", "timeout", "oom", "over_budget", "diverged", "error")
-UNFINISHED = ("RUNNING", "SCHEDULED")
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -253,9 +254,13 @@ def select(frame: pd.DataFrame, filters: dict | None = None):
     trials = trials[keep]
 
     why = pd.Series(None, index=trials.index, dtype=object)
-    unfinished = trials["mlflow_status"].isin(UNFINISHED)
-    why[unfinished] = ("unfinished run (MLflow status "
-                       + trials.loc[unfinished, "mlflow_status"] + ")")
+    unfinished = trials["mlflow_status"] != "FINISHED"
+    why[unfinished] = ("not finished (MLflow status "
+                       + trials.loc[unfinished, "mlflow_status"]
+                       + "): incomplete record")
+    tagged = why.isna() & trials["superseded_by"].notna()
+    why[tagged] = ("superseded by run " + trials.loc[tagged, "superseded_by"]
+                   + " (tag superseded_by: re-run)")
     why[why.isna() & trials["status"].isna()] = "no status tag"
     why = why.where(why.notna(), _superseded(trials, why.isna()))
 

@@ -23,8 +23,13 @@ import pandas as pd
 KEY = ["dataset", "budget", "method", "variant"]
 #: Per-run quantities aggregated into mean and std in every cell.
 QUANTITIES = ("metric", "fit_seconds", "memory_mib", "dual_gap", "kkt_residual")
-#: Method params that mark repetitions of one configuration, not variants.
-SEED_PARAMS = ("seed", "repetition", "random_state", "rep")
+#: Param names (last dotted part) that mark repetitions, not variants.
+SEED_PARAMS = ("seed", "repetition", "random_state", "rep", "data_seed",
+               "base_seed")
+#: Params never used to tell variants apart: the key's own groups, the
+#: adapter's derived plan, and bookkeeping (paths, hashes, job ids).
+NOT_VARIANT = ("params.plan.", "params.dataset.", "params.budget.")
+NOT_VARIANT_WORDS = ("path", "dir", "uri", "hash", "job")
 METHOD_ORDER = ("joker-exact", "joker-inexact", "falkon", "logfalkon",
                 "eigenpro3", "thundersvm", "libsvm")
 #: Convergence word of a cell -> mark used in text tables.
@@ -94,15 +99,25 @@ def derive(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def _variants(runs: pd.DataFrame) -> pd.Series:
-    """Label of the method params that differ within a (dataset, budget, method)."""
-    params = [c for c in runs.columns if c.startswith("params.method.")
-              and c.rsplit(".", 1)[-1] not in SEED_PARAMS]
+    """Label of the params that differ within a (dataset, budget, method).
+
+    Every ``params.*`` column counts except seeds and repetitions
+    (:data:`SEED_PARAMS`), the dataset, budget and plan params and
+    bookkeeping params (:data:`NOT_VARIANT_WORDS`): runs that differ in,
+    say, ``method.options.n_components`` or ``lam`` are separate cells, so
+    a mean is never taken over different configurations. The label uses
+    the last dotted part of each differing param (``n_components=512``).
+    """
+    params = [c for c in runs.columns if c.startswith("params.")
+              and not c.startswith(NOT_VARIANT)
+              and c.rsplit(".", 1)[-1] not in SEED_PARAMS
+              and not any(w in c.lower() for w in NOT_VARIANT_WORDS)]
     label = pd.Series("", index=runs.index, dtype=object)
     for _, group in runs.groupby(["dataset", "budget", "method"], dropna=False):
         varying = [c for c in params if group[c].nunique(dropna=False) > 1]
         for idx, row in group.iterrows():
             label[idx] = ", ".join(
-                f"{c[len('params.method.'):]}={row[c]}" for c in varying)
+                f"{c.rsplit('.', 1)[-1]}={row[c]}" for c in varying)
     return label
 
 
