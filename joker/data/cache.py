@@ -1,0 +1,213 @@
+"""The parsed-array cache: ``.npy`` files, memory-mapped on load.
+
+Layout: ``<JOKER_DATA_HOME>/arrays/<dataset>/<key>/`` with
+``<role>_X.npy``, ``<role>_y.npy`` (role ``all``, ``train`` or ``test``) and
+``meta.json``. The key hashes the sha256 of every source file, the
+dataset's ``prep_version`` and :data:`PREP_VERSION`, so a new file version
+or a parser change gets a new entry. A directory is built under a
+temporary name and renamed in one step; a directory that exists is
+complete.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import struct
+import uuid
+from pathlib import Path
+
+__all__ = ["PREP_VERSION", "cache_key", "entry_dir", "load_entry", "EntryWriter",
+           "NpyAppender"]
+
+#: Bumped when the parsing or preprocessing shared by all datasets changes.
+PREP_VERSION = 1
+
+_HEADER_BYTES = 128  # room for any (rows, cols) shape; numpy reads it as usual
+
+
+def cache_key(spec, digests) -> str:
+    """Cache key of one dataset version.
+
+    Parameters
+    ----------
+    spec : DatasetSpec
+    digests : sequence of str
+        sha256 of the source files, in ``spec.files`` order.
+
+    Returns
+    -------
+    str
+        20 hex digits.
+    """
+    text = json.dumps([spec.name, spec.parser, dict(spec.parser_options),
+                       spec.prep_version, PREP_VERSION, spec.split,
+                       spec.split_seed, list(digests)], sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def entry_dir(home, spec, key: str) -> Path:
+    """Directory of one cache entry (it may not exist)."""
+    return Path(home) / "arrays" / spec.name / key
+
+
+def load_entry(home, spec, key: str):
+    """Open a cache entry, memory-mapped.
+
+    Parameters
+    ----------
+    home : path
+        Data home.
+    spec : DatasetSpec
+    key : str
+        From :func:`cache_key`.
+
+    Returns
+    -------
+    (dict, dict) or None
+        ``({role: (X, y)}, meta)`` with X, y read-only ``numpy.memmap``;
+        None when the entry does not exist.
+    """
+    import numpy as np
+
+    d = entry_dir(home, spec, key)
+    try:
+        meta = json.loads((d / "meta.json").read_text())
+    except (OSError, ValueError):
+        return None
+    arrays = {}
+    for role in meta["roles"]:
+        arrays[role] = (np.load(d / f"{role}_X.npy", mmap_mode="r"),
+                        np.load(d / f"{role}_y.npy", mmap_mode="r"))
+    return arrays, meta
+
+
+class NpyAppender:
+    """Write a ``.npy`` file row block by row block, shape fixed at close.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        File to create.
+    dtype : numpy dtype
+        Element type.
+    row_shape : tuple of int
+        Shape of one row (``()`` for a vector).
+    """
+
+    def __init__(self, path, dtype, row_shape=()):
+        import numpy as np
+
+        self.path = Path(path)
+        self.dtype = np.dtype(dtype)
+        self.row_shape = tuple(row_shape)
+        self.n = 0
+        self._fh = open(self.path, "wb")
+        self._fh.write(self._header((0,) + self.row_shape))
+
+    def _header(self, shape) -> bytes:
+        from numpy.lib import format as fmt
+
+        d = "{'descr': %r, 'fortran_order': False, 'shape': %r, }" % (
+            fmt.dtype_to_descr(self.dtype), tuple(shape))
+        body = d.ljust(_HEADER_BYTES - 10 - 1) + "\n"
+        return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(body)) + body.encode("latin1")
+
+    def append(self, block) -> None:
+        """Append rows.
+
+        Parameters
+        ----------
+        block : numpy.ndarray, shape (k,) + row_shape
+            Cast to the file's dtype (C order).
+        """
+        import numpy as np
+
+        block = np.ascontiguousarray(block, dtype=self.dtype)
+        if block.shape[1:] != self.row_shape:
+            raise ValueError(f"{self.path}: row shape {block.shape[1:]} != {self.row_shape}")
+        self._fh.write(block.tobytes())
+        self.n += block.shape[0]
+
+    def close(self) -> None:
+        """Write the final shape into the header and close."""
+        if self._fh.closed:
+            return
+        self._fh.seek(0)
+        self._fh.write(self._header((self.n,) + self.row_shape))
+        self._fh.close()
+
+
+class EntryWriter:
+    """Build a cache entry in a temporary directory, publish it atomically.
+
+    Use as a context manager; on an exception the temporary directory is
+    removed and nothing is published.
+
+    Parameters
+    ----------
+    home : path
+        Data home.
+    spec : DatasetSpec
+    key : str
+        From :func:`cache_key`.
+    """
+
+    def __init__(self, home, spec, key: str):
+        self.final = entry_dir(home, spec, key)
+        self.final.parent.mkdir(parents=True, exist_ok=True)
+        self.tmp = self.final.parent / f".tmp-{key}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.tmp.mkdir()
+        self._app = {}
+
+    def appenders(self, role: str, x_dtype, n_features: int, y_dtype):
+        """The (X, y) appenders of a role, created on first use."""
+        if role not in self._app:
+            self._app[role] = (
+                NpyAppender(self.tmp / f"{role}_X.npy", x_dtype, (n_features,)),
+                NpyAppender(self.tmp / f"{role}_y.npy", y_dtype, ()),
+            )
+        return self._app[role]
+
+    def commit(self, meta: dict) -> Path:
+        """Close the files, write ``meta.json`` and rename into place.
+
+        Parameters
+        ----------
+        meta : dict
+            JSON-serialisable; ``roles`` is added.
+
+        Returns
+        -------
+        pathlib.Path
+            The published directory (another process's, if it won the race).
+        """
+        for xa, ya in self._app.values():
+            xa.close()
+            ya.close()
+        meta = dict(meta, roles=list(self._app))
+        (self.tmp / "meta.json").write_text(json.dumps(meta, indent=1, default=str))
+        try:
+            os.rename(self.tmp, self.final)
+        except OSError:
+            if not (self.final / "meta.json").exists():
+                raise
+            shutil.rmtree(self.tmp, ignore_errors=True)  # a parallel process won
+        return self.final
+
+    def abort(self) -> None:
+        """Remove the temporary directory."""
+        for xa, ya in self._app.values():
+            xa.close()
+            ya.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is not None:
+            self.abort()
+        return False
