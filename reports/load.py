@@ -187,7 +187,8 @@ def runs_frame(runs: list) -> pd.DataFrame:
     pandas.DataFrame
         Columns: ``run_id``, ``mlflow_status``, ``start_time`` (ms since
         the epoch), ``parent_run_id``, the contract tags (:data:`TAG_KEYS`,
-        strings), every metric under its own name (float, latest value),
+        strings), the ``convergence.*`` tags (signal, converged, diverged,
+        reason of the adapter's ``convergence()``), every metric under its own name (float, latest value),
         every param as ``params.<key>`` (string) and the adapter plan again
         as ``plan.<knob>`` (number when it parses as one).
     """
@@ -202,6 +203,9 @@ def runs_frame(runs: list) -> pd.DataFrame:
         }
         for key in TAG_KEYS:
             row[key] = tags.get(key)
+        for key, value in tags.items():  # the adapter's convergence() summary
+            if key.startswith("convergence."):
+                row[key] = value
         row.update({k: float(v) for k, v in data.metrics.items()})
         for key, value in data.params.items():
             row[f"params.{key}"] = value

@@ -168,6 +168,7 @@ def details(cells: pd.DataFrame) -> pd.DataFrame:
             "time (s)": time_text(c), "memory (MiB)": memory_text(c, True),
             "converged": f"{c['converged']} ({c['n_converged']}/{c['n_ok']})"
             if c["n_ok"] else c["converged"],
+            "signal": c.get("signal", ""),
             "gap": mean_std(c["dual_gap_mean"], c["dual_gap_std"], fmt=sci),
             "KKT": mean_std(c["kkt_residual_mean"], c["kkt_residual_std"], fmt=sci),
             "settings": c["settings"], "reference": reference_text(c),

@@ -23,9 +23,11 @@ import pandas as pd
 KEY = ["dataset", "budget", "method", "variant"]
 #: Per-run quantities aggregated into mean and std in every cell.
 QUANTITIES = ("metric", "fit_seconds", "memory_mib", "dual_gap", "kkt_residual")
-#: Param names (last dotted part) that mark repetitions, not variants.
+#: Param names (last dotted part) that change with the repetition, not
+#: the configuration (``sigma_value``: the median-heuristic bandwidth
+#: measured on each repetition's own training subset).
 SEED_PARAMS = ("seed", "repetition", "random_state", "rep", "data_seed",
-               "base_seed")
+               "base_seed", "sigma_value")
 #: Params never used to tell variants apart: the key's own groups, the
 #: adapter's derived plan, and bookkeeping (paths, hashes, job ids).
 NOT_VARIANT = ("params.plan.", "params.dataset.", "params.budget.")
@@ -93,9 +95,21 @@ def derive(runs: pd.DataFrame) -> pd.DataFrame:
     runs["memory_kind"] = np.where(gpu, "GPU", np.where(
         runs["peak_rss_mib"].notna(), "host", None))
     runs["conv"] = runs["converged"].astype(float)
-    runs.loc[runs["status"] == "diverged", "conv"] = 0.0
+    if "convergence.converged" in runs:  # the tag, when the metric is absent
+        runs["conv"] = runs["conv"].fillna(runs["convergence.converged"].map(_flag))
+    diverged = runs["status"] == "diverged"
+    if "convergence.diverged" in runs:
+        diverged |= runs["convergence.diverged"].map(_flag) == 1.0
+    runs.loc[diverged, "conv"] = 0.0
     runs["variant"] = _variants(runs)
     return runs
+
+
+def _flag(text) -> float:
+    """'True'/'1' -> 1.0, 'False'/'0' -> 0.0, anything else NaN."""
+    word = str(text).strip().lower()
+    return 1.0 if word in ("true", "1", "1.0") else (
+        0.0 if word in ("false", "0", "0.0") else np.nan)
 
 
 def _variants(runs: pd.DataFrame) -> pd.Series:
@@ -137,7 +151,8 @@ def cells(runs: pd.DataFrame) -> pd.DataFrame:
         ``metric_name``, ``n_runs``, ``n_ok``, ``status`` (``ok`` or the
         status words with counts), ``<q>_mean`` and ``<q>_std`` for each of
         :data:`QUANTITIES`, ``memory_kind``, ``converged`` (``yes``, ``no``,
-        ``unknown``, ``no solution``), ``n_converged``, ``settings``
+        ``unknown``, ``no solution``), ``n_converged``, ``signal`` (the
+        adapter's convergence signal, tag ``convergence.signal``), ``settings``
         (``knob=value`` of the ``plan.*`` params), ``plan.*`` (values,
         ``/``-joined when they differ), ``seeds``, ``reasons``, ``run_ids``.
     """
@@ -157,6 +172,8 @@ def cells(runs: pd.DataFrame) -> pd.DataFrame:
         row["memory_kind"] = kinds[0] if len(kinds) == 1 else (
             "mixed" if len(kinds) else None)
         row["converged"], row["n_converged"] = _converged(group, ok)
+        row["signal"] = _joined(group["convergence.signal"]) if (
+            "convergence.signal" in group) else ""
         for col in plan_cols:
             row[col] = _joined(group[col])
         row["settings"] = " ".join(

@@ -27,8 +27,10 @@ def trial(dataset, method, seed=0, status="ok", budget="cpu-1g", reason="",
           config_hash=None):
     """One trial description (the fields the harness records)."""
     task, primary = DATASETS.get(dataset, ("binary", "test_accuracy"))
+    # like joker.bench: per-repetition seeds and the bandwidth measured on
+    # each repetition's subset (sigma_value) vary with the seed
     params = {"seed": seed, "repetition": seed, "data_seed": 100 + seed,
-              "lam": 1.0, "method.name": method, "method.dtype": "float64",
+              "base_seed": 0, "sigma_value": 1.0 + 0.01 * seed, "lam": 1.0, "method.name": method, "method.dtype": "float64",
               **{f"method.options.{k}": v for k, v in (method_params or {}).items()}}
     return dict(dataset=dataset, method=method, seed=seed, status=status,
                 budget=budget, reason=reason, task=task, primary=primary,
@@ -160,6 +162,11 @@ def log_trials(uri, experiment, trials, artifact_root, extra_runs=True):
                 "threads": "2"}
         if tr["status"] == "skipped":
             tags["skip_reason"] = tr["reason"]
+        if "converged" in tr["metrics"]:
+            tags["convergence.signal"] = ("duality gap and KKT residual"
+                                          if tr["method"].startswith("joker")
+                                          else "solver exit state")
+            tags["convergence.converged"] = str(bool(tr["metrics"]["converged"]))
         run = client.create_run(exp_id, run_name=f"{tr['dataset']}-{tr['method']}",
                                 tags=tags, start_time=ts + i)
         rid = run.info.run_id

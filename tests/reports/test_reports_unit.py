@@ -98,6 +98,9 @@ def test_joker_certificates_and_settings_are_reported(fake_store, fake_report):
     assert c["dual_gap_mean"] == pytest.approx(np.mean(gaps), rel=1e-12)
     assert c["settings"] == "block_size=512 n_components=1024"
     assert c["budget"] == "cpu-1g"
+    assert c["signal"] == "duality gap and KKT residual"
+    # sigma_value differs per seed (measured per subset): not a variant
+    assert c["variant"] == "" and c["n_runs"] == 3
 
 
 # -------------------------------------------------------------------- loading
