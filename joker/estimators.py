@@ -1,0 +1,524 @@
+"""scikit-learn estimators around DBCD-TR: JokerRegressor and JokerClassifier.
+
+Both solve the Joker dual (Joker, Thm. 1; joker-math.md s.1) with the exact
+kernel (``n_components=None``, K alpha maintained, the n x n matrix never
+formed) or with M random Fourier features (``n_components=M``, theta =
+Psi^T alpha maintained), and certify every fit with the relative duality gap
+and the KKT residual.
+"""
+
+from __future__ import annotations
+
+import numbers
+import time
+
+import numpy as np
+import torch
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.exceptions import ConvergenceWarning as _SkConvergenceWarning
+from sklearn.utils import check_random_state
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
+
+from .features import RandomFourierFeatures
+from .kernels import KERNELS, kernel_block, median_sigma
+from .losses import CLASSIFICATION_LOSSES, REGRESSION_LOSSES, make_loss
+from .operators import ExactKernelOperator, RFFOperator
+from .solver import SolverOptions, dbcd_tr, warn_not_converged
+
+__all__ = ["JokerRegressor", "JokerClassifier", "ConvergenceWarning"]
+
+
+class ConvergenceWarning(_SkConvergenceWarning):
+    """Joker stopped (max_epochs / max_time) before its certificate met ``tol``."""
+
+
+_DTYPES = {"float64": torch.float64, "float32": torch.float32}
+
+
+def _is_tensor(a):
+    return torch.is_tensor(a)
+
+
+def _check_tensor_X(X, name="X"):
+    if X.ndim != 2:
+        raise ValueError(f"Expected 2D array for {name}, got a tensor of shape {tuple(X.shape)}")
+    if X.shape[0] == 0:
+        raise ValueError(f"Found array with 0 sample(s) (shape={tuple(X.shape)}) while a minimum of 1 is required.")
+    if X.shape[1] == 0:
+        raise ValueError(f"Found array with 0 feature(s) (shape={tuple(X.shape)}) while a minimum of 1 is required.")
+    if not torch.is_floating_point(X) and X.dtype not in (torch.int32, torch.int64, torch.int16, torch.int8,
+                                                          torch.uint8):
+        raise TypeError(f"{name} must hold numbers, got a tensor of dtype {X.dtype}")
+    if torch.is_floating_point(X) and not bool(torch.isfinite(X).all()):
+        raise ValueError(f"Input {name} contains NaN or infinity.")
+
+
+class _JokerBase(BaseEstimator):
+    """Shared parameters, validation and solve of the Joker estimators.
+
+    Parameters
+    ----------
+    loss : str
+        Loss name (see the subclasses).
+    kernel : {"gaussian", "laplacian"}
+        exp(-||x-z||^2 / (2 sigma^2)) or exp(-||x-z||_2 / sigma).
+    sigma : float or "median"
+        Bandwidth > 0; "median" uses the median heuristic on the training
+        set (:func:`joker.kernels.median_sigma`, 5,000 rows, seed 0).
+    lam : float
+        Regularisation lambda > 0 of the sum-of-losses primal
+        (lam/2 ||theta||^2 + sum_i loss_i).
+    n_components : int or None
+        None: exact kernel; M >= 1: M random Fourier features (inexact Joker).
+    block_size : int
+        Block size |B| >= 1 (clipped to n_samples).
+    tol : float
+        Target relative duality gap.
+    kkt_tol : float or None
+        Target normalised KKT residual (None: not required).
+    max_epochs : int
+        Epoch budget.
+    max_time : float or None
+        Time budget in seconds.
+    epsilon : float
+        SVR tube half-width (loss "epsilon_insensitive").
+    delta : float
+        Huber threshold (loss "huber").
+    odm_theta, odm_upsilon : float
+        ODM margin half-width and weight (loss "odm").
+    device : str
+        Torch device for the solve ("cpu", "cuda", "cuda:1", ...).
+    dtype : {"float64", "float32"}
+    random_state : int, RandomState or None
+        Seeds block order and RFF draws.
+    solver_options : dict or None
+        Extra :class:`joker.solver.SolverOptions` fields.
+    verbose : int
+    """
+
+    _losses = {}
+
+    def __init__(self, loss, kernel="gaussian", sigma="median", lam=1.0, n_components=None, block_size=512,
+                 tol=1e-3, kkt_tol=None, max_epochs=100, max_time=None, epsilon=0.1, delta=1.0, odm_theta=0.1,
+                 odm_upsilon=0.5, device="cpu", dtype="float64", random_state=None, solver_options=None,
+                 verbose=0):
+        self.loss = loss
+        self.kernel = kernel
+        self.sigma = sigma
+        self.lam = lam
+        self.n_components = n_components
+        self.block_size = block_size
+        self.tol = tol
+        self.kkt_tol = kkt_tol
+        self.max_epochs = max_epochs
+        self.max_time = max_time
+        self.epsilon = epsilon
+        self.delta = delta
+        self.odm_theta = odm_theta
+        self.odm_upsilon = odm_upsilon
+        self.device = device
+        self.dtype = dtype
+        self.random_state = random_state
+        self.solver_options = solver_options
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------ checks
+    def _check_params(self):
+        if self.loss not in self._losses:
+            raise ValueError(f"loss={self.loss!r} is not supported by {type(self).__name__}; "
+                             f"expected one of {sorted(self._losses)}")
+        if self.kernel not in KERNELS:
+            raise ValueError(f"kernel={self.kernel!r}; expected one of {list(KERNELS)}")
+        if isinstance(self.sigma, str):
+            if self.sigma != "median":
+                raise ValueError(f"sigma={self.sigma!r}; expected a number > 0 or 'median'")
+        elif isinstance(self.sigma, bool) or not isinstance(self.sigma, numbers.Real):
+            raise TypeError(f"sigma must be a number > 0 or 'median', got {type(self.sigma).__name__}")
+        elif not (np.isfinite(self.sigma) and self.sigma > 0):
+            raise ValueError(f"sigma must be > 0, got {self.sigma!r}")
+        if isinstance(self.lam, bool) or not isinstance(self.lam, numbers.Real):
+            raise TypeError(f"lam must be a number > 0, got {type(self.lam).__name__}")
+        if not (np.isfinite(self.lam) and self.lam > 0):
+            raise ValueError(f"lam must be > 0, got {self.lam!r}")
+        for name in ("block_size", "max_epochs"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+                raise TypeError(f"{name} must be an int >= 1, got {v!r}")
+            if v < 1:
+                raise ValueError(f"{name} must be >= 1, got {v}")
+        if self.n_components is not None:
+            if isinstance(self.n_components, bool) or not isinstance(self.n_components, numbers.Integral):
+                raise TypeError(f"n_components must be None or an int >= 1, got {self.n_components!r}")
+            if self.n_components < 1:
+                raise ValueError(f"n_components must be >= 1, got {self.n_components}")
+        if not (isinstance(self.tol, numbers.Real) and self.tol >= 0):
+            raise ValueError(f"tol must be a number >= 0, got {self.tol!r}")
+        if self.max_time is not None and not (isinstance(self.max_time, numbers.Real) and self.max_time > 0):
+            raise ValueError(f"max_time must be None or a number of seconds > 0, got {self.max_time!r}")
+        if self.dtype not in _DTYPES:
+            raise ValueError(f"dtype={self.dtype!r}; expected one of {list(_DTYPES)}")
+        if self.solver_options is not None and not isinstance(self.solver_options, dict):
+            raise TypeError("solver_options must be a dict of joker.solver.SolverOptions fields")
+        return make_loss(self.loss, epsilon=self.epsilon, delta=self.delta, odm_theta=self.odm_theta,
+                         odm_upsilon=self.odm_upsilon)
+
+    def _torch(self, A):
+        dt = _DTYPES[self.dtype]
+        if _is_tensor(A):
+            return A.detach().to(device=self.device, dtype=dt)
+        A = np.asarray(A)
+        if not A.flags.writeable or not A.flags.c_contiguous:
+            A = np.array(A, copy=True, order="C")
+        return torch.from_numpy(A).to(device=self.device, dtype=dt)
+
+    def _validate_X(self, X, reset):
+        if _is_tensor(X):
+            _check_tensor_X(X)
+            if reset:
+                self.n_features_in_ = int(X.shape[1])
+            elif X.shape[1] != self.n_features_in_:
+                raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
+                                 f"{self.n_features_in_} features as input.")
+            return X
+        return validate_data(self, X, reset=reset, dtype=[np.float64, np.float32])
+
+    # ------------------------------------------------------------------ solve
+    def _solve(self, X, Y, loss):
+        """Fit on X (any array/tensor of shape (n, d)) and targets Y (tensor (n, C))."""
+        t0 = time.perf_counter()
+        Xt = self._torch(X)
+        n = Xt.shape[0]
+        if self.sigma == "median":
+            if n < 2:
+                raise ValueError("the median heuristic for sigma needs at least 2 samples, got 1 sample; "
+                                 "give sigma explicitly")
+            try:
+                self.sigma_ = median_sigma(Xt, n=5000, seed=0)
+            except ValueError:
+                self.sigma_ = 1.0  # all rows identical: any bandwidth gives the same kernel (all ones)
+        else:
+            self.sigma_ = float(self.sigma)
+        opts = dict(self.solver_options or {})
+        opts.setdefault("block_size", int(self.block_size))
+        opts.setdefault("tol", float(self.tol))
+        opts.setdefault("kkt_tol", self.kkt_tol)
+        opts.setdefault("max_epochs", int(self.max_epochs))
+        opts.setdefault("max_time", self.max_time)
+        opts.setdefault("verbose", int(self.verbose))
+        options = SolverOptions.from_dict(opts)
+        rs = check_random_state(self.random_state)
+        seed = int(rs.randint(np.iinfo(np.int32).max))
+        C = Y.shape[1]
+        if self.n_components is None:
+            self.X_mean_ = Xt.mean(0)
+            self._X_fit = Xt - self.X_mean_  # kernels are shift-invariant; centring tames float32 distances
+            op = ExactKernelOperator(self._X_fit, self.kernel, self.sigma_, C)
+        else:
+            self.feature_map_ = RandomFourierFeatures(int(self.n_components), self.kernel, self.sigma_,
+                                                      random_state=seed, dtype=Xt.dtype,
+                                                      device=Xt.device).fit(Xt)
+            op = RFFOperator(Xt, self.feature_map_, C)
+        res = dbcd_tr(op, loss, Y, float(self.lam), options, seed=seed)
+        self._alpha = res.alpha
+        if self.n_components is None:
+            self.alpha_ = self._out(res.alpha)
+        else:
+            self._theta = op.theta
+            self.coef_ = self._out(op.theta)
+        cert = res.certificate
+        self.primal_ = cert.primal
+        self.dual_ = cert.dual
+        self.dual_objective_ = cert.dual_objective
+        self.dual_gap_ = cert.gap
+        self.kkt_residual_ = cert.kkt
+        self.n_epochs_ = res.n_epochs
+        self.converged_ = bool(res.converged)
+        self.history_ = res.history
+        self.solver_stats_ = res.stats
+        if options.trace_steps:
+            self.step_duals_ = np.asarray(res.step_duals)
+        self.fit_time_ = time.perf_counter() - t0
+        warn_not_converged(res, options.tol, ConvergenceWarning)
+        return self
+
+    def _out(self, T):
+        A = T.detach().cpu().numpy()
+        return A[:, 0].copy() if A.shape[1] == 1 and self._single_output else A
+
+    def _raw_decision(self, X):
+        """f(X) as a tensor of shape (m, C)."""
+        Xt = self._torch(X)
+        if self.n_components is not None:
+            out = torch.empty((Xt.shape[0], self._theta.shape[1]), dtype=Xt.dtype, device=Xt.device)
+            for i in range(0, Xt.shape[0], 4096):
+                out[i:i + 4096] = self.feature_map_._transform(Xt[i:i + 4096]) @ self._theta
+            return out
+        Xc = Xt - self.X_mean_
+        Xf = self._X_fit
+        sq_f = (Xf * Xf).sum(1)
+        step = max(1, 2**24 // max(1, Xf.shape[0]))
+        out = torch.empty((Xc.shape[0], self._alpha.shape[1]), dtype=Xt.dtype, device=Xt.device)
+        for i in range(0, Xc.shape[0], step):
+            out[i:i + step] = kernel_block(Xc[i:i + step], Xf, self.kernel, self.sigma_, None, sq_f) @ self._alpha
+        return out
+
+    def _decision(self, X):
+        check_is_fitted(self, "n_epochs_")
+        as_tensor = _is_tensor(X)
+        X = self._validate_X(X, reset=False)
+        F = self._raw_decision(X)
+        if self._single_output and F.shape[1] == 1:
+            F = F[:, 0]
+        return F if as_tensor else F.cpu().numpy()
+
+
+class JokerRegressor(RegressorMixin, _JokerBase):
+    """Kernel regression by Joker: KRR, Huber or SVR, exact or random features.
+
+    Minimises lam/2 ||theta||^2 + sum_i loss(y_i, <theta, phi(x_i)>) (no
+    intercept) through its dual (Joker, Thm. 1) by DBCD-TR (Joker, Alg. 1).
+    f(x) = sum_i alpha_i k(x_i, x) (exact) or psi(x) . theta (RFF).
+
+    Parameters
+    ----------
+    loss : {"squared", "huber", "epsilon_insensitive"}, default "squared"
+        KRR, Huber regression, SVR.
+    **others
+        See the shared parameters below (kernel, sigma, lam, n_components,
+        block_size, tol, kkt_tol, max_epochs, max_time, epsilon, delta,
+        device, dtype, random_state, solver_options, verbose).
+
+    Attributes
+    ----------
+    alpha_ : ndarray of shape (n_samples,) or (n_samples, n_outputs)
+        Dual coefficients (exact kernel only).
+    coef_ : ndarray of shape (n_components,) or (n_components, n_outputs)
+        theta = Psi^T alpha (random features only).
+    feature_map_ : joker.features.RandomFourierFeatures
+        The fitted feature map (random features only).
+    sigma_ : float
+        Bandwidth used.
+    dual_gap_ : float
+        Relative duality gap (P + lam J) / max(1, |P|) at the end.
+    kkt_residual_ : float
+        Normalised KKT residual at the end (joker-math.md s.1).
+    primal_, dual_, dual_objective_ : float
+        P(theta), -lam J(alpha), J(alpha).
+    n_epochs_ : int
+    converged_ : bool
+        True when the certificate met tol (and kkt_tol); else a
+        :class:`ConvergenceWarning` was emitted.
+    history_ : list of dict
+        Certificates every ``check_every`` epochs: epoch, seconds, dual, primal, gap, kkt.
+    fit_time_ : float
+        Seconds spent in fit.
+
+    Raises
+    ------
+    ValueError
+        NaN/inf or empty input, X/y length mismatch, invalid parameters,
+        wrong number of features at predict time.
+    TypeError
+        Non-numeric parameters or inputs.
+    """
+
+    _losses = REGRESSION_LOSSES
+
+    def __init__(self, loss="squared", kernel="gaussian", sigma="median", lam=1.0, n_components=None,
+                 block_size=512, tol=1e-3, kkt_tol=None, max_epochs=100, max_time=None, epsilon=0.1, delta=1.0,
+                 device="cpu", dtype="float64", random_state=None, solver_options=None, verbose=0):
+        super().__init__(loss=loss, kernel=kernel, sigma=sigma, lam=lam, n_components=n_components,
+                         block_size=block_size, tol=tol, kkt_tol=kkt_tol, max_epochs=max_epochs,
+                         max_time=max_time, epsilon=epsilon, delta=delta, device=device, dtype=dtype,
+                         random_state=random_state, solver_options=solver_options, verbose=verbose)
+
+    def fit(self, X, y):
+        """Fit the model.
+
+        Parameters
+        ----------
+        X : array-like or tensor of shape (n_samples, n_features)
+        y : array-like or tensor of shape (n_samples,) or (n_samples, n_outputs)
+
+        Returns
+        -------
+        self
+        """
+        loss = self._check_params()
+        if _is_tensor(X) or _is_tensor(y):
+            if y is None:
+                raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None.")
+            X = torch.as_tensor(X) if not _is_tensor(X) else X
+            y = torch.as_tensor(np.asarray(y)) if not _is_tensor(y) else y
+            X = self._validate_X(X, reset=True)
+            if y.shape[0] != X.shape[0]:
+                raise ValueError(f"X and y have inconsistent numbers of samples: {X.shape[0]} != {y.shape[0]}")
+            if torch.is_floating_point(y) and not bool(torch.isfinite(y).all()):
+                raise ValueError("Input y contains NaN or infinity.")
+        else:
+            X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, dtype=[np.float64, np.float32])
+        self._single_output = y.ndim == 1
+        Y = self._torch(y)
+        Y = Y[:, None] if Y.ndim == 1 else Y
+        return self._solve(X, Y, loss)
+
+    def predict(self, X):
+        """Predicted values f(X).
+
+        Parameters
+        ----------
+        X : array-like or tensor of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray (or tensor for tensor input) of shape (n_samples,) or (n_samples, n_outputs)
+        """
+        return self._decision(X)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        tags.target_tags.single_output = True
+        return tags
+
+
+class JokerClassifier(ClassifierMixin, _JokerBase):
+    """Kernel classification by Joker: L1/L2-SVC, KLR, ODM or KRR on labels.
+
+    Binary problems use labels -1/+1 internally (``classes_[1]`` is +1, so
+    ``decision_function > 0`` means ``classes_[1]``); more classes are
+    solved one-vs-rest, all outputs in one multi-output solve (alpha of
+    shape (n, n_classes)). Any label values; ``classes_`` sorted.
+
+    Parameters
+    ----------
+    loss : {"squared_hinge", "hinge", "logistic", "squared", "odm"}, default "squared_hinge"
+        L2-SVC, L1-SVC, KLR, KRR on +-1 labels, ODM.
+    **others
+        See :class:`JokerRegressor` (the same shared parameters) and
+        ``odm_theta``, ``odm_upsilon``.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    alpha_, coef_, feature_map_, sigma_, dual_gap_, kkt_residual_, primal_, dual_,
+    dual_objective_, n_epochs_, converged_, history_, fit_time_
+        As in :class:`JokerRegressor` (one output per class, or one for binary).
+
+    Raises
+    ------
+    ValueError
+        As for the regressor, plus: fewer than 2 classes, continuous targets.
+    """
+
+    _losses = CLASSIFICATION_LOSSES
+
+    def __init__(self, loss="squared_hinge", kernel="gaussian", sigma="median", lam=1.0, n_components=None,
+                 block_size=512, tol=1e-3, kkt_tol=None, max_epochs=100, max_time=None, odm_theta=0.1,
+                 odm_upsilon=0.5, device="cpu", dtype="float64", random_state=None, solver_options=None,
+                 verbose=0):
+        super().__init__(loss=loss, kernel=kernel, sigma=sigma, lam=lam, n_components=n_components,
+                         block_size=block_size, tol=tol, kkt_tol=kkt_tol, max_epochs=max_epochs,
+                         max_time=max_time, odm_theta=odm_theta, odm_upsilon=odm_upsilon, device=device,
+                         dtype=dtype, random_state=random_state, solver_options=solver_options,
+                         verbose=verbose)
+
+    def fit(self, X, y):
+        """Fit the classifier.
+
+        Parameters
+        ----------
+        X : array-like or tensor of shape (n_samples, n_features)
+        y : array-like or tensor of shape (n_samples,)
+            Labels, any values (at least two distinct).
+
+        Returns
+        -------
+        self
+        """
+        loss = self._check_params()
+        if _is_tensor(X):
+            if y is None:
+                raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None.")
+            X = self._validate_X(X, reset=True)
+            y = y.detach().cpu().numpy() if _is_tensor(y) else np.asarray(y)
+            y = column_or_1d(y, warn=True)
+            if y.shape[0] != X.shape[0]:
+                raise ValueError(f"X and y have inconsistent numbers of samples: {X.shape[0]} != {y.shape[0]}")
+        else:
+            if _is_tensor(y):
+                y = y.detach().cpu().numpy()
+            X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
+        check_classification_targets(y)
+        self.classes_, y_idx = np.unique(y, return_inverse=True)
+        if len(self.classes_) < 2:
+            raise ValueError(f"JokerClassifier needs samples of at least 2 classes in the data, but the data "
+                             f"contains only one class: {self.classes_[0]!r}")
+        if len(self.classes_) == 2:
+            Y = np.where(y_idx == 1, 1.0, -1.0)[:, None]
+        else:
+            Y = np.where(y_idx[:, None] == np.arange(len(self.classes_))[None, :], 1.0, -1.0)
+        self._single_output = True
+        return self._solve(X, self._torch(Y), loss)
+
+    def decision_function(self, X):
+        """Decision values f(X).
+
+        Parameters
+        ----------
+        X : array-like or tensor of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray (or tensor) of shape (n_samples,) for two classes (> 0 means
+        ``classes_[1]``), (n_samples, n_classes) otherwise.
+        """
+        return self._decision(X)
+
+    def predict(self, X):
+        """Predicted labels.
+
+        Parameters
+        ----------
+        X : array-like or tensor of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,), values from ``classes_``.
+        """
+        F = self.decision_function(X)
+        F = F.cpu().numpy() if _is_tensor(F) else F
+        idx = (F > 0).astype(int) if F.ndim == 1 else F.argmax(1)
+        return self.classes_[idx]
+
+    def _has_proba(self):
+        return self.loss == "logistic"
+
+    @available_if(_has_proba)
+    def predict_proba(self, X):
+        """Class probabilities (logistic loss only).
+
+        Binary: P(classes_[1] | x) = 1 / (1 + exp(-f(x))); several classes:
+        one-vs-rest sigmoids normalised to sum to 1.
+
+        Parameters
+        ----------
+        X : array-like or tensor of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+        """
+        F = self.decision_function(X)
+        F = F.cpu().numpy() if _is_tensor(F) else F
+        P = 1.0 / (1.0 + np.exp(-F))
+        if F.ndim == 1:
+            return np.column_stack([1.0 - P, P])
+        return P / P.sum(1, keepdims=True)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = True
+        return tags

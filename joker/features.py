@@ -1,0 +1,111 @@
+"""Random Fourier features (Rahimi and Recht, 2007) for the Joker kernels.
+
+psi(x) = sqrt(2/M) cos(W x + b), b ~ U[0, 2 pi) (joker-math.md s.3):
+
+- Gaussian exp(-||x - z||^2 / (2 sigma^2)): rows of W ~ N(0, sigma^-2 I);
+- Laplacian exp(-||x - z||_2 / sigma) (L2 norm): rows of W multivariate
+  Cauchy with scale 1/sigma, w = z / (sigma |g|), z ~ N(0, I_d), g ~ N(0, 1).
+
+psi(x).psi(z) is an unbiased estimate of k(x, z) with standard deviation
+about 1/sqrt(M).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from .kernels import check_kernel
+
+__all__ = ["RandomFourierFeatures"]
+
+
+class RandomFourierFeatures:
+    """Seeded random Fourier feature map.
+
+    Parameters
+    ----------
+    n_components : int
+        Number of features M (>= 1).
+    kernel : {"gaussian", "laplacian"}
+    sigma : float
+        Bandwidth (> 0).
+    random_state : int or None
+        Seed of the draws (numpy ``default_rng``; the same features on every
+        device).
+    dtype : torch.dtype
+    device : str or torch.device
+
+    Attributes
+    ----------
+    W_ : tensor of shape (n_components, n_features)
+    b_ : tensor of shape (n_components,)
+
+    Raises
+    ------
+    ValueError
+        n_components < 1, unknown kernel, sigma <= 0.
+    """
+
+    def __init__(self, n_components, kernel="gaussian", sigma=1.0, random_state=None,
+                 dtype=torch.float64, device="cpu"):
+        if isinstance(n_components, bool) or not isinstance(n_components, (int, np.integer)):
+            raise TypeError(f"n_components must be an int >= 1, got {n_components!r}")
+        if n_components < 1:
+            raise ValueError(f"n_components must be >= 1, got {n_components}")
+        check_kernel(kernel, sigma)
+        self.n_components = int(n_components)
+        self.kernel = kernel
+        self.sigma = float(sigma)
+        self.random_state = random_state
+        self.dtype = dtype
+        self.device = device
+
+    def fit(self, X):
+        """Draw W and b for inputs with ``X.shape[1]`` features.
+
+        Parameters
+        ----------
+        X : array-like or tensor of shape (n_samples, n_features)
+
+        Returns
+        -------
+        self
+        """
+        d = int(X.shape[1])
+        rng = np.random.default_rng(self.random_state)
+        M = self.n_components
+        Z = rng.standard_normal((M, d))
+        if self.kernel == "gaussian":
+            W = Z / self.sigma
+        else:
+            g = np.abs(rng.standard_normal((M, 1)))
+            g = np.maximum(g, np.finfo(np.float64).tiny)
+            W = Z / (self.sigma * g)
+        b = rng.uniform(0.0, 2.0 * np.pi, size=M)
+        self.W_ = torch.as_tensor(W, dtype=self.dtype, device=self.device)
+        self.b_ = torch.as_tensor(b, dtype=self.dtype, device=self.device)
+        self.n_features_in_ = d
+        return self
+
+    def transform(self, X):
+        """Feature map psi(X) = sqrt(2/M) cos(X W^T + b).
+
+        Parameters
+        ----------
+        X : array-like or tensor of shape (n_samples, n_features)
+
+        Returns
+        -------
+        tensor of shape (n_samples, n_components) (numpy array when X is numpy).
+        """
+        as_numpy = not torch.is_tensor(X)
+        Xt = torch.as_tensor(np.asarray(X) if as_numpy else X, dtype=self.dtype, device=self.device)
+        if Xt.ndim != 2 or Xt.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {tuple(Xt.shape)} shape; expected (n_samples, {self.n_features_in_})")
+        out = self._transform(Xt)
+        return out.cpu().numpy() if as_numpy else out
+
+    def _transform(self, X):
+        P = torch.addmm(self.b_, X, self.W_.T)
+        return P.cos_().mul_((2.0 / self.n_components) ** 0.5)

@@ -1,0 +1,119 @@
+"""Gaussian and Laplacian kernel blocks with numerically safe distances.
+
+One bandwidth convention everywhere (joker-math.md s.3, DESIGN.md Conventions)::
+
+    Gaussian:  k(x, z) = exp(-||x - z||^2 / (2 sigma^2))
+    Laplacian: k(x, z) = exp(-||x - z||_2 / sigma)      (L2 norm, not L1)
+
+Squared distances are computed as ||x||^2 + ||z||^2 - 2 x.z (one GEMM) and
+clamped at 0: in float32 the expansion cancels and can go slightly negative,
+which would give NaN under the square root of the Laplacian.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+__all__ = ["KERNELS", "sq_dists", "kernel_block", "median_sigma", "check_kernel"]
+
+KERNELS = ("gaussian", "laplacian")
+
+
+def check_kernel(kernel, sigma):
+    """Validate a kernel name and bandwidth.
+
+    Raises
+    ------
+    ValueError
+        Unknown kernel, or sigma not a finite positive number.
+    """
+    if kernel not in KERNELS:
+        raise ValueError(f"unknown kernel {kernel!r}; expected one of {list(KERNELS)}")
+    if isinstance(sigma, bool) or not isinstance(sigma, (int, float, np.floating, np.integer)):
+        raise TypeError(f"sigma must be a positive number, got {type(sigma).__name__}")
+    if not (np.isfinite(sigma) and sigma > 0):
+        raise ValueError(f"sigma must be a finite number > 0, got {sigma!r}")
+
+
+def sq_dists(X, Z, X_sq=None, Z_sq=None):
+    """Squared Euclidean distances, never negative.
+
+    Parameters
+    ----------
+    X : tensor of shape (n, d)
+    Z : tensor of shape (m, d)
+    X_sq, Z_sq : tensors of shape (n,) and (m,), optional
+        Precomputed squared row norms.
+
+    Returns
+    -------
+    tensor of shape (n, m), entries >= 0.
+    """
+    if X_sq is None:
+        X_sq = (X * X).sum(1)
+    if Z_sq is None:
+        Z_sq = (Z * Z).sum(1)
+    D = torch.addmm(X_sq[:, None] + Z_sq[None, :], X, Z.T, alpha=-2.0)
+    return D.clamp_(min=0.0)
+
+
+def kernel_block(X, Z, kernel, sigma, X_sq=None, Z_sq=None):
+    """Kernel matrix block ``K[i, j] = k(X[i], Z[j])``.
+
+    Parameters
+    ----------
+    X : tensor of shape (n, d)
+    Z : tensor of shape (m, d)
+    kernel : {"gaussian", "laplacian"}
+    sigma : float
+        Bandwidth (> 0), convention of the module docstring.
+    X_sq, Z_sq : optional precomputed squared row norms.
+
+    Returns
+    -------
+    tensor of shape (n, m), dtype and device of X.
+    """
+    D = sq_dists(X, Z, X_sq, Z_sq)
+    if kernel == "gaussian":
+        return D.mul_(-0.5 / (sigma * sigma)).exp_()
+    if kernel == "laplacian":
+        return D.sqrt_().mul_(-1.0 / sigma).exp_()
+    raise ValueError(f"unknown kernel {kernel!r}; expected one of {list(KERNELS)}")
+
+
+def median_sigma(X, n=5000, seed=0):
+    """Median heuristic bandwidth: the median pairwise distance of a subsample.
+
+    sigma = median_{i<j} ||x_i - x_j|| over ``min(n, n_samples)`` rows drawn
+    without replacement with ``numpy.random.default_rng(seed)`` (the rule
+    used for the anchors in shared/docs/anchors.md).
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+    n : int
+        Subsample size.
+    seed : int
+
+    Returns
+    -------
+    float, > 0
+
+    Raises
+    ------
+    ValueError
+        Fewer than 2 rows, or all sampled rows identical.
+    """
+    X = np.asarray(X.cpu() if torch.is_tensor(X) else X, dtype=np.float64)
+    if X.ndim != 2 or X.shape[0] < 2:
+        raise ValueError("median_sigma needs an array of shape (n_samples >= 2, n_features)")
+    rng = np.random.default_rng(seed)
+    idx = rng.choice(X.shape[0], size=min(n, X.shape[0]), replace=False)
+    Xs = torch.from_numpy(X[idx])
+    D = sq_dists(Xs, Xs)
+    iu = torch.triu_indices(len(idx), len(idx), offset=1)
+    med = float(torch.sqrt(torch.median(D[iu[0], iu[1]])))
+    if not med > 0:
+        raise ValueError("median_sigma: the median pairwise distance is 0 (duplicate rows); give sigma explicitly")
+    return med

@@ -1,0 +1,159 @@
+"""Kernel operators of the two Joker paths: exact kernel and random features.
+
+Both keep what makes a block step cheap (joker-math.md s.3-4):
+
+- :class:`ExactKernelOperator` maintains f = K alpha (shape (n, C)); a block
+  needs K_BB (|B|^2 d work) and the update f += K_{:,B'} s_{B'} costs
+  O(n d |B'|) for the columns B' whose step is non-zero. The n x n matrix is
+  never formed; rows are produced in chunks of at most ``max_entries``.
+- :class:`RFFOperator` maintains theta = Psi^T alpha (shape (M, C)); a block
+  needs Psi_B = psi(X_B) (O(|B| M d)), (K alpha)_B = Psi_B theta and products
+  with K_BB = Psi_B Psi_B^T in factored form (O(|B| M) each).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .kernels import kernel_block
+
+__all__ = ["ExactKernelOperator", "RFFOperator"]
+
+
+class _ExactBlock:
+    def __init__(self, op, B):
+        self.op = op
+        self.B = B
+        self.f = op.f[B]
+        self._K = None
+
+    @property
+    def K(self):
+        if self._K is None:
+            XB = self.op.X[self.B]
+            sq = self.op.sq[self.B]
+            self._K = kernel_block(XB, XB, self.op.kernel, self.op.sigma, sq, sq)
+        return self._K
+
+    def mv(self, P):
+        return self.K @ P
+
+
+class ExactKernelOperator:
+    """Exact-kernel state for DBCD: the data and f = K alpha.
+
+    Parameters
+    ----------
+    X : tensor of shape (n, d)
+        Training inputs (centring them first helps float32 distances).
+    kernel : {"gaussian", "laplacian"}
+    sigma : float
+    n_outputs : int
+    max_entries : int
+        Largest kernel chunk formed at once (entries); bounds memory at
+        ``max_entries * itemsize`` bytes.
+    """
+
+    def __init__(self, X, kernel, sigma, n_outputs, max_entries=2**24):
+        self.X = X
+        self.kernel = kernel
+        self.sigma = float(sigma)
+        self.sq = (X * X).sum(1)
+        self.max_entries = int(max_entries)
+        self.f = torch.zeros((X.shape[0], n_outputs), dtype=X.dtype, device=X.device)
+
+    def _kmv(self, rows_X, rows_sq, cols, A):
+        """K[rows, cols] @ A, chunked over rows."""
+        n = rows_X.shape[0]
+        out = torch.empty((n, A.shape[1]), dtype=A.dtype, device=A.device)
+        Xc, sqc = self.X[cols], self.sq[cols]
+        step = max(1, self.max_entries // max(1, len(cols)))
+        for i in range(0, n, step):
+            Kc = kernel_block(rows_X[i:i + step], Xc, self.kernel, self.sigma, rows_sq[i:i + step], sqc)
+            out[i:i + step] = Kc @ A
+        return out
+
+    def reset(self, alpha):
+        """Recompute f = K alpha from scratch (one pass over the kernel)."""
+        self.f.zero_()
+        nz = torch.nonzero(alpha.abs().sum(1) > 0).flatten()
+        step = max(1, self.max_entries // max(1, self.X.shape[0]))
+        for j in range(0, len(nz), step):
+            cols = nz[j:j + step]
+            self.f += self._kmv(self.X, self.sq, cols, alpha[cols])
+
+    def block(self, B):
+        """Block view: ``.f`` = (K alpha)_B, ``.mv(P)`` = K_BB @ P (lazy)."""
+        return _ExactBlock(self, B)
+
+    def commit(self, blk, S):
+        """Apply alpha_B += S to the state: f += K_{:,B} S (non-zero rows only)."""
+        nz = torch.nonzero(S.abs().sum(1) > 0).flatten()
+        if len(nz) == 0:
+            return
+        cols = blk.B[nz]
+        self.f += self._kmv(self.X, self.sq, cols, S[nz])
+
+    def decision(self):
+        """f = K alpha on the training set, shape (n, C)."""
+        return self.f
+
+    def sq_norm(self, alpha):
+        """||theta||^2 = alpha^T K alpha."""
+        return float((alpha * self.f).sum())
+
+
+class _RFFBlock:
+    def __init__(self, op, B):
+        self.B = B
+        self.Psi = op.fmap._transform(op.X[B])
+        self.f = self.Psi @ op.theta
+
+    def mv(self, P):
+        return self.Psi @ (self.Psi.T @ P)
+
+
+class RFFOperator:
+    """Random-feature state for inexact DBCD: theta = Psi^T alpha.
+
+    Parameters
+    ----------
+    X : tensor of shape (n, d)
+    fmap : joker.features.RandomFourierFeatures (fitted)
+    n_outputs : int
+    chunk : int
+        Rows of psi(X) formed at once for full passes.
+    """
+
+    def __init__(self, X, fmap, n_outputs, chunk=4096):
+        self.X = X
+        self.fmap = fmap
+        self.chunk = int(chunk)
+        M = fmap.n_components
+        self.theta = torch.zeros((M, n_outputs), dtype=X.dtype, device=X.device)
+
+    def reset(self, alpha):
+        """Recompute theta = Psi^T alpha (one pass over the features)."""
+        self.theta.zero_()
+        for i in range(0, self.X.shape[0], self.chunk):
+            Psi = self.fmap._transform(self.X[i:i + self.chunk])
+            self.theta += Psi.T @ alpha[i:i + self.chunk]
+
+    def block(self, B):
+        """Block view: ``.f`` = Psi_B theta, ``.mv(P)`` = Psi_B Psi_B^T P."""
+        return _RFFBlock(self, B)
+
+    def commit(self, blk, S):
+        """theta += Psi_B^T S."""
+        self.theta += blk.Psi.T @ S
+
+    def decision(self):
+        """f = Psi theta on the training set, shape (n, C) (one pass)."""
+        out = torch.empty((self.X.shape[0], self.theta.shape[1]), dtype=self.X.dtype, device=self.X.device)
+        for i in range(0, self.X.shape[0], self.chunk):
+            out[i:i + self.chunk] = self.fmap._transform(self.X[i:i + self.chunk]) @ self.theta
+        return out
+
+    def sq_norm(self, alpha):
+        """||theta||^2."""
+        return float((self.theta * self.theta).sum())

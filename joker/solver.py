@@ -1,0 +1,378 @@
+"""DBCD-TR: dual block-coordinate descent with a trust region (Joker, Alg. 1-2).
+
+The solver minimises the Joker dual (joker-math.md s.1)::
+
+    J(alpha) = 1/2 alpha^T K alpha + sum_i h_i(alpha_i),   lo_i <= alpha_i <= hi_i
+
+over blocks B of a random permutation of the samples (one permutation per
+epoch, seeded). For each block (joker-math.md s.4):
+
+1. g = (K alpha)_B + h'(alpha_B), Q = K_BB + diag(h''(alpha_B));
+2. a trust-region step s from the truncated projected CG-Steihaug solve of
+   min g.s + s.Q s/2 inside the box and the radius (:mod:`joker.trust_region`);
+3. the actual change, exactly and without new kernel rows,
+   dJ = s.(K alpha)_B + s.K_BB s / 2 + sum_i [h_i(alpha_i + s_i) - h_i(alpha_i)],
+   rho = dJ / m(s); the step is accepted when rho > eta (so J never
+   increases), the radius grows when rho is large on the boundary and
+   shrinks when rho is small;
+4. on acceptance alpha_B and the operator state (K alpha, or theta for
+   random features) are updated.
+
+Losses with a kink at 0 (SVR, ODM) are handled exactly: for each variable
+the solver picks the orthant the step may use (the sign of alpha_i, or at
+alpha_i = 0 the side whose one-sided derivative makes descent possible)
+and treats 0 as a temporary bound, so h is quadratic on the step's domain.
+For piecewise-quadratic h (KRR, Huber, L1/L2-SVC, SVR, ODM) the block model
+is exact (rho = 1 up to rounding); for the logistic loss (KLR) it is a
+Newton model and the trust region matters, with p = lam y alpha kept in
+[margin, 1 - margin]. Several trust-region iterations may run per block
+visit (they reuse K_BB and cost no kernel rows).
+
+Blocks whose projected-gradient residual is already far below the current
+global KKT residual are skipped without computing any kernel row
+(``skip_ratio``), and in exact mode only the kernel columns of variables
+that moved are evaluated for the update.
+
+Certificates (duality gap, KKT residual; :mod:`joker.certificates`) are
+computed every ``check_every`` epochs and at the end, into a history.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from dataclasses import dataclass, field, fields
+
+import torch
+
+from .certificates import certify
+from .trust_region import box_tr_cg
+
+__all__ = ["SolverOptions", "SolveResult", "dbcd_tr"]
+
+
+@dataclass
+class SolverOptions:
+    """Every knob of DBCD-TR, with its default.
+
+    Attributes
+    ----------
+    block_size : int
+        Block size |B| (>= 1; clipped to n).
+    tol : float
+        Target relative duality gap; the fit stops (converged) when the gap
+        is <= tol and the KKT residual is <= ``kkt_tol``.
+    kkt_tol : float or None
+        Target normalised KKT residual; None: not required.
+    max_epochs : int
+        Epoch budget (an epoch is one pass over a fresh permutation).
+    max_time : float or None
+        Wall-clock budget in seconds (checked after every block).
+    check_every : int
+        Epochs between certificate evaluations (cost O(nC) exact, one
+        feature pass in RFF mode).
+    max_cg_iter : int
+        Cap on CG iterations (Q products) per trust-region step.
+    cg_rtol : float
+        Relative residual at which the inner CG stops.
+    max_restarts : int
+        Cap on active-set restarts of the inner CG after box hits.
+    max_tr_iter : int
+        Cap on trust-region iterations per block visit (each re-linearises
+        h, re-selects orthants and rebuilds the active set; the visit ends
+        when the block residual fell by 1e3). They cost O(|B|^2) each, no
+        kernel rows.
+    eta : float
+        Acceptance threshold on rho = actual / predicted change.
+    radius0 : float or None
+        Initial radius; None: inf for piecewise-quadratic h (exact model),
+        0.5 sqrt(|B|) / lam for the logistic loss.
+    shrink, grow : float
+        Radius factors on a poor / a very good step.
+    skip_ratio : float
+        Skip a block when its max residual is <= skip_ratio times the last
+        measured global max residual (0 disables; blocks with a zero
+        residual are always skipped).
+    trace_steps : bool
+        Keep J(alpha) after every accepted block step (``step_duals``;
+        costs O(nC) per step).
+    refresh_final : bool or None
+        Recompute K alpha / theta from scratch before the final certificate
+        (one kernel pass) to remove drift; None: only in float32.
+    verbose : int
+        Print one line per certificate when > 0.
+    """
+
+    block_size: int = 512
+    tol: float = 1e-3
+    kkt_tol: float | None = None
+    max_epochs: int = 100
+    max_time: float | None = None
+    check_every: int = 1
+    max_cg_iter: int = 100
+    cg_rtol: float = 1e-4
+    max_restarts: int = 20
+    max_tr_iter: int = 20
+    eta: float = 1e-4
+    radius0: float | None = None
+    shrink: float = 0.25
+    grow: float = 2.0
+    skip_ratio: float = 0.05
+    trace_steps: bool = False
+    refresh_final: bool | None = None
+    verbose: int = 0
+
+    @classmethod
+    def from_dict(cls, d):
+        """Build options from a dict, rejecting unknown keys (TypeError)."""
+        names = {f.name for f in fields(cls)}
+        bad = sorted(set(d) - names)
+        if bad:
+            raise TypeError(f"unknown solver option(s) {bad}; known: {sorted(names)}")
+        return cls(**d)
+
+
+@dataclass
+class SolveResult:
+    """Outcome of :func:`dbcd_tr`.
+
+    Attributes
+    ----------
+    alpha : tensor of shape (n, C)
+    certificate : joker.certificates.Certificate
+        Final certificates.
+    n_epochs : int
+        Epochs run (the last one may be partial when max_time hit).
+    converged : bool
+    history : list of dict
+        Keys epoch, seconds, dual (= -lam J), primal, gap, kkt.
+    seconds : float
+        Wall-clock time of the solve.
+    step_duals : list of float
+        J after every accepted step (only with ``trace_steps``).
+    stats : dict
+        Counts: blocks, skipped blocks, rejected steps, CG iterations.
+    """
+
+    alpha: torch.Tensor
+    certificate: object
+    n_epochs: int
+    converged: bool
+    history: list
+    seconds: float
+    step_duals: list = field(default_factory=list)
+    stats: dict = field(default_factory=dict)
+
+
+def _bc(x, like):
+    return x * torch.ones_like(like) if not torch.is_tensor(x) or x.shape != like.shape else x
+
+
+def _orthants(loss, a, gs, y, lam, lo, hi):
+    """Linear/quadratic coefficients and bounds of h on the step's orthant.
+
+    Returns (l, q, lo_e, hi_e): h(a + s) - h(a) = (l + q a) s + q s^2/2 for
+    a + s in [lo_e, hi_e].
+    """
+    lp, qp, lm, qm = (_bc(v, a) for v in loss.pieces(y, lam))
+    if not loss.kinked:
+        return lp, qp, lo, hi
+    zero = torch.zeros_like(a)
+    pos = (a > 0) | ((a == 0) & (gs + lp < 0))
+    neg = (a < 0) | ((a == 0) & (gs + lm > 0))
+    l = torch.where(pos, lp, torch.where(neg, lm, zero))
+    q = torch.where(pos, qp, torch.where(neg, qm, zero))
+    lo_e = torch.where(pos, torch.clamp(lo, min=0.0), torch.where(neg, lo, zero))
+    hi_e = torch.where(pos, hi, torch.where(neg, torch.clamp(hi, max=0.0), zero))
+    return l, q, lo_e, hi_e
+
+
+def _residual(a, g, lo, hi):
+    return torch.abs(a - torch.minimum(torch.maximum(a - g, lo), hi))
+
+
+class _Run:
+    """Mutable state of one solve (kept out of the public API)."""
+
+    def __init__(self, op, loss, Y, lam, opts, generator):
+        self.op, self.loss, self.Y, self.lam, self.opts = op, loss, Y, float(lam), opts
+        self.gen = generator
+        self.n = Y.shape[0]
+        self.lo, self.hi = loss.box(Y, lam)
+        if loss.quadratic:
+            self.ilo, self.ihi = self.lo, self.hi
+        else:
+            self.ilo, self.ihi = loss.inner_box(Y, lam)
+        self.alpha = loss.initial_alpha(Y, lam)
+        if bool((self.alpha != 0).any()):
+            op.reset(self.alpha)
+        bs = min(max(1, int(opts.block_size)), self.n)
+        self.bs = bs
+        if opts.radius0 is not None:
+            self.radius = float(opts.radius0)
+        else:
+            self.radius = math.inf if loss.quadratic else 0.5 * math.sqrt(bs) / self.lam
+        self.skip_thresh = 0.0
+        self.stats = {"blocks": 0, "skipped": 0, "rejected": 0, "cg_iter": 0, "accepted": 0}
+        self.step_duals = []
+
+    def dual_J(self):
+        f = self.op.decision()
+        return 0.5 * self.op.sq_norm(self.alpha) + float(self.loss.h(self.alpha, self.Y, self.lam).sum()) \
+            if f is not None else math.nan
+
+    def block_step(self, B):
+        """One block visit: up to max_tr_iter trust-region iterations."""
+        loss, lam, opts = self.loss, self.lam, self.opts
+        blk = self.op.block(B)
+        a0 = self.alpha[B]
+        a = a0.clone()
+        y = self.Y[B]
+        lo, hi = self.ilo[B], self.ihi[B]
+        gs = blk.f.clone()  # (K alpha)_B, kept current during the visit
+        n_tr = opts.max_tr_iter
+        first_res = None
+        moved = False
+        for it in range(n_tr):
+            if loss.quadratic:
+                l, q, lo_e, hi_e = _orthants(loss, a, gs, y, lam, lo, hi)
+                g = gs + l + q * a
+            else:
+                lo_e, hi_e = lo, hi
+                g = gs + loss.dh(a, y, lam)
+                q = loss.d2h(a, y, lam)
+            res = float(_residual(a, g, lo_e, hi_e).max())
+            if it == 0:
+                first_res = res
+                if res == 0.0 or res <= self.skip_thresh:
+                    self.stats["skipped"] += 1
+                    return
+            elif res <= 1e-3 * first_res:
+                break
+
+            def Qmv(P, _q=q):
+                return blk.mv(P) + _q * P
+
+            S, pred, n_cg = box_tr_cg(g, Qmv, lo_e - a, hi_e - a, radius=self.radius,
+                                      max_iter=opts.max_cg_iter, rtol=opts.cg_rtol,
+                                      max_restarts=opts.max_restarts)
+            self.stats["cg_iter"] += n_cg
+            if pred >= 0.0:
+                if loss.quadratic:  # exact model: no descent left within the CG budget
+                    break
+                self.radius *= opts.shrink
+                continue
+            KS = blk.mv(S)
+            a_new = a + S
+            actual = float((S * gs).sum() + 0.5 * (S * KS).sum()
+                           + (loss.h(a_new, y, lam) - loss.h(a, y, lam)).sum())
+            rho = actual / pred
+            s_norm = float(torch.linalg.vector_norm(S))
+            if rho > opts.eta and actual < 0.0:
+                a = a_new
+                gs = gs + KS
+                moved = True
+                self.stats["accepted"] += 1
+                if rho > 0.75 and s_norm >= 0.99 * self.radius:
+                    self.radius *= opts.grow
+            else:
+                self.stats["rejected"] += 1
+            if rho < 0.25 and math.isfinite(self.radius):
+                self.radius = opts.shrink * min(self.radius, s_norm)
+            if not math.isfinite(self.radius) and not loss.quadratic:
+                self.radius = s_norm
+        if moved:
+            S_tot = a - a0
+            self.alpha[B] = a
+            self.op.commit(blk, S_tot)
+            if opts.trace_steps:
+                self.step_duals.append(self.dual_J())
+
+    def certificate(self):
+        f = self.op.decision()
+        cert = certify(self.loss, self.alpha, f, self.Y, self.lam, self.op.sq_norm(self.alpha))
+        return cert
+
+
+def dbcd_tr(op, loss, Y, lam, options=None, seed=None):
+    """Solve the Joker dual by DBCD-TR (Joker, Alg. 1).
+
+    Parameters
+    ----------
+    op : joker.operators.ExactKernelOperator or joker.operators.RFFOperator
+        The kernel operator (holds the training inputs and K alpha / theta).
+    loss : joker.losses.Loss
+    Y : tensor of shape (n, C)
+        Targets (regression) or +-1 labels, one column per output.
+    lam : float
+        Regularisation lambda > 0 (sum of losses, joker-math.md s.1).
+    options : SolverOptions, optional
+    seed : int or None
+        Seed of the block permutations.
+
+    Returns
+    -------
+    SolveResult
+    """
+    opts = options or SolverOptions()
+    gen = torch.Generator()
+    if seed is not None:
+        gen.manual_seed(int(seed))
+    else:
+        gen.seed()
+    t0 = time.perf_counter()
+    run = _Run(op, loss, Y, lam, opts, gen)
+    history = []
+
+    def record(epoch):
+        cert = run.certificate()
+        run.skip_thresh = opts.skip_ratio * cert.kkt_abs
+        history.append({"epoch": epoch, "seconds": time.perf_counter() - t0, "dual": cert.dual,
+                        "primal": cert.primal, "gap": cert.gap, "kkt": cert.kkt})
+        if opts.verbose:
+            print(f"[joker] epoch {epoch:4d}  t={history[-1]['seconds']:8.2f}s  primal={cert.primal:.6g}  "
+                  f"dual={cert.dual:.6g}  gap={cert.gap:.3e}  kkt={cert.kkt:.3e}", flush=True)
+        return cert
+
+    def done(cert):
+        return cert.gap <= opts.tol and (opts.kkt_tol is None or cert.kkt <= opts.kkt_tol)
+
+    if opts.trace_steps:
+        run.step_duals.append(run.dual_J())
+    cert = record(0)
+    converged = done(cert)
+    epoch = 0
+    out_of_time = False
+    n = run.n
+    while not converged and epoch < opts.max_epochs and not out_of_time:
+        epoch += 1
+        perm = torch.randperm(n, generator=gen).to(Y.device)
+        for start in range(0, n, run.bs):
+            B = perm[start:start + run.bs]
+            run.stats["blocks"] += 1
+            run.block_step(B)
+            if opts.max_time is not None and time.perf_counter() - t0 > opts.max_time:
+                out_of_time = True
+                break
+        if epoch % opts.check_every == 0 or out_of_time or epoch == opts.max_epochs:
+            cert = record(epoch)
+            converged = done(cert)
+    refresh = opts.refresh_final if opts.refresh_final is not None else Y.dtype == torch.float32
+    if refresh:
+        op.reset(run.alpha)
+        cert = run.certificate()
+        history[-1].update(dual=cert.dual, primal=cert.primal, gap=cert.gap, kkt=cert.kkt)
+        converged = done(cert)
+    seconds = time.perf_counter() - t0
+    return SolveResult(alpha=run.alpha, certificate=cert, n_epochs=epoch, converged=converged,
+                       history=history, seconds=seconds, step_duals=run.step_duals, stats=run.stats)
+
+
+def warn_not_converged(result, tol, category):
+    """Emit ``category`` when the solve stopped before the certificate met tol."""
+    if not result.converged:
+        warnings.warn(
+            f"Joker stopped after {result.n_epochs} epochs ({result.seconds:.1f} s) at relative duality gap "
+            f"{result.certificate.gap:.2e} > tol={tol:g} (KKT residual {result.certificate.kkt:.2e}); "
+            "increase max_epochs / max_time or loosen tol", category, stacklevel=3)
