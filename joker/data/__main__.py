@@ -1,0 +1,169 @@
+"""Command line: ``python -m joker.data list | info NAME | fetch NAME | verify NAME``.
+
+``list``    the registered datasets, their split sizes and where their files are.
+``info``    one dataset: task, n, d, split sizes, notes, where each file came from
+            (parses and caches the files when they are local; never downloads).
+``fetch``   obtain the files (mirror, cache or download) and build the array cache.
+``verify``  check every local file against its known sha256; exit status 1 on a
+            mismatch or a missing file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .errors import ChecksumError, DataError
+from .registry import get_spec, list_datasets
+
+__all__ = ["main"]
+
+
+def _where(spec) -> str:
+    from .sources import find_local
+
+    origins = []
+    for f in spec.files:
+        loc = find_local(spec, f, verify=False)
+        origins.append(loc.origin if loc else ("remote" if f.sources else "missing"))
+    order = ["missing", "remote", "cache", "mirror"]
+    return min(origins, key=order.index)
+
+
+def cmd_list(args) -> int:
+    """Print one line per dataset."""
+    rows = [("name", "task", "d", "n_train", "n_test", "split", "files")]
+    for name in list_datasets(args.task):
+        s = get_spec(name)
+        rows.append((name, s.task, str(s.n_features), f"{s.n_train:,}", f"{s.n_test:,}",
+                     s.split, _where(s)))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+    return 0
+
+
+def cmd_info(args) -> int:
+    """Print a dataset's description, sizes and provenance."""
+    from .loader import prepare
+    from .sources import find_local
+    from .splits import make_split
+
+    s = get_spec(args.name)
+    print(f"{s.name}: {s.title}")
+    print(f"  task: {s.task}" + (f" ({s.n_classes} classes)" if s.n_classes else ""))
+    print(f"  d (features): {s.n_features}")
+    print(f"  split: {s.split}; official sizes train {s.n_train:,} / test {s.n_test:,}")
+    if s.homepage:
+        print(f"  homepage: {s.homepage}")
+    local = [find_local(s, f, verify=False) for f in s.files]
+    for f, loc in zip(s.files, local):
+        where = f"{loc.origin}: {loc.path}" if loc else "not local"
+        print(f"  file [{f.role}] {f.name}: {where}")
+        for url in f.urls:
+            print(f"      url: {url}")
+    if args.no_parse or not all(local):
+        if not all(local):
+            print(f"  (files not local: `python -m joker.data fetch {s.name}` downloads them)")
+    else:
+        prep = prepare(s, download=False)
+        split = make_split(s, prep.n_rows)
+        n = sum(prep.n_rows.values())
+        print(f"  n (rows parsed): {n:,}")
+        print(f"  split used by default: train {split.info['n_train']:,} / test "
+              f"{split.info['n_test']:,}" + (f" ({split.info['rule']})"
+                                            if "rule" in split.info else ""))
+        origin = {loc.origin for loc in prep.located}
+        print(f"  file origin: {', '.join(sorted(origin))}; arrays: "
+              f"{'cache' if prep.from_cache else 'parsed now'} at {prep.directory}")
+        for fname, fm in prep.meta.get("files", {}).items():
+            counts = ", ".join(f"{k}={v}" for k, v in fm.items() if k not in ("features",))
+            print(f"  {fname}: {counts}")
+    print("  notes: " + s.notes)
+    return 0
+
+
+def cmd_fetch(args) -> int:
+    """Obtain a dataset's files and build its array cache."""
+    from .loader import prepare
+    from .sources import locate
+
+    s = get_spec(args.name)
+    if args.no_parse:
+        for f in s.files:
+            loc = locate(s, f, download=True, progress=not args.quiet)
+            print(f"{loc.origin}: {loc.path}")
+        return 0
+    prep = prepare(s, download=True, progress=not args.quiet)
+    for loc in prep.located:
+        print(f"{loc.origin}: {loc.path}")
+    print(f"arrays ({'cached' if prep.from_cache else 'parsed now'}): {prep.directory} "
+          f"rows {prep.n_rows}")
+    return 0
+
+
+def cmd_verify(args) -> int:
+    """Check local copies against known checksums; 1 on any problem."""
+    from .sources import find_local
+
+    s = get_spec(args.name)
+    status = 0
+    for f in s.files:
+        try:
+            loc = find_local(s, f)
+        except ChecksumError as exc:
+            print(f"MISMATCH {f.name}: {exc}")
+            status = 1
+            continue
+        if loc is None:
+            print(f"MISSING  {f.name} (not in a mirror nor in the cache)")
+            status = 1
+        elif loc.verified:
+            print(f"OK       {loc.path} sha256 {loc.sha256} ({loc.origin})")
+        else:
+            print(f"UNKNOWN  {loc.path} sha256 {loc.sha256} ({loc.origin}; no published "
+                  "checksum to compare with)")
+    return status
+
+
+def main(argv=None) -> int:
+    """Entry point of ``python -m joker.data``.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        Arguments (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        Exit status: 0 success, 1 a data error (message on stderr), 2 usage.
+    """
+    p = argparse.ArgumentParser(prog="python -m joker.data", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True)
+    pl = sub.add_parser("list", help="registered datasets")
+    pl.add_argument("--task", choices=["regression", "binary", "multiclass"])
+    pl.set_defaults(func=cmd_list)
+    pi = sub.add_parser("info", help="one dataset: n, d, task, split, provenance")
+    pi.add_argument("name")
+    pi.add_argument("--no-parse", action="store_true", help="do not parse local files")
+    pi.set_defaults(func=cmd_info)
+    pf = sub.add_parser("fetch", help="download (if needed) and cache a dataset")
+    pf.add_argument("name")
+    pf.add_argument("--no-parse", action="store_true", help="only obtain the files")
+    pf.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    pf.set_defaults(func=cmd_fetch)
+    pv = sub.add_parser("verify", help="check local files against known sha256")
+    pv.add_argument("name")
+    pv.set_defaults(func=cmd_verify)
+    args = p.parse_args(argv)
+    try:
+        return args.func(args)
+    except DataError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
