@@ -81,8 +81,11 @@ class SolverOptions:
     max_tr_iter : int
         Cap on trust-region iterations per block visit (each re-linearises
         h, re-selects orthants and rebuilds the active set; the visit ends
-        when the block residual fell by 1e3). They cost O(|B|^2) each, no
-        kernel rows.
+        when the block residual fell by ``block_rtol``). They cost O(|B|^2)
+        each, no kernel rows.
+    block_rtol : float
+        A block visit ends when its residual fell below block_rtol times
+        its value at the start of the visit.
     eta : float
         Acceptance threshold on rho = actual / predicted change.
     radius0 : float or None
@@ -114,6 +117,7 @@ class SolverOptions:
     cg_rtol: float = 1e-4
     max_restarts: int = 20
     max_tr_iter: int = 20
+    block_rtol: float = 1e-3
     eta: float = 1e-4
     radius0: float | None = None
     shrink: float = 0.25
@@ -248,7 +252,7 @@ class _Run:
                 if res == 0.0 or res <= self.skip_thresh:
                     self.stats["skipped"] += 1
                     return
-            elif res <= 1e-3 * first_res:
+            elif res <= opts.block_rtol * first_res:
                 break
 
             def Qmv(P, _q=q):
