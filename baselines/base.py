@@ -1,0 +1,716 @@
+"""The adapter contract every solver of the benchmark follows.
+
+One subclass of :class:`Adapter` per solver id (``docs/contracts.md``,
+"baselines"). An adapter is a thin layer over an upstream library: it
+validates input, converts the benchmark's conventions into the library's
+parameters (``shared/DESIGN.md``, Conventions), picks the library's memory
+knobs from a :class:`Budget`, calls the library, and checks what came back.
+It never re-implements the method.
+
+Conventions (the one source of each conversion is named where it is used):
+
+- Gaussian kernel ``k(x, z) = exp(-||x - z||^2 / (2 sigma^2))``.
+- ``lam`` is the paper's lambda for a *sum* of losses:
+  ``P(f) = (lam / 2) ||f||^2 + sum_i loss(y_i, f(x_i))``.
+- Binary labels are mapped to -1 / +1 with ``classes_[1] -> +1``, so
+  ``decision_function(X) > 0`` means ``classes_[1]`` for every adapter.
+
+The module imports numpy only; upstream libraries are imported inside the
+adapters' methods, so ``import baselines`` stays cheap.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.metadata
+import importlib.util
+import io
+import math
+import numbers
+import os
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar, Iterator
+
+import numpy as np
+
+__all__ = [
+    "Adapter",
+    "AdapterError",
+    "Budget",
+    "DivergedError",
+    "DTYPE_BYTES",
+    "KERNELS",
+    "LOSSES",
+    "MIB",
+    "TASKS",
+    "capture_output",
+    "torch_threads",
+]
+
+TASKS = ("regression", "binary", "multiclass")
+LOSSES = ("squared", "huber", "epsilon_insensitive", "hinge", "squared_hinge", "logistic", "odm")
+KERNELS = ("gaussian", "laplacian")
+#: Bytes per element of the floating dtypes an adapter may be asked for.
+DTYPE_BYTES = {"float32": 4, "float64": 8}
+#: One mebibyte in bytes (ThunderSVM's ``max_mem_size`` and LIBSVM's ``cache_size`` are in MiB).
+MIB = 1 << 20
+
+#: Training rows used by the post-fit checks (finite decision values, divergence).
+CHECK_ROWS = 10_000
+
+
+class AdapterError(RuntimeError):
+    """The upstream library failed, or a request cannot be honoured.
+
+    Raised by :meth:`Adapter.fit` when the library raises, prints a failure
+    and returns without a model, or when the memory budget cannot hold even
+    the smallest setting. The message says which library and why.
+    """
+
+
+class DivergedError(AdapterError):
+    """The fit finished but its solution is numerically broken.
+
+    Non-finite decision values, or a training error no better than the
+    trivial predictor (the mean for regression, the majority class for
+    classification). Subclass of :class:`AdapterError`, so a caller that
+    only catches ``AdapterError`` still records a failure, never a result.
+    """
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Memory budget of one trial.
+
+    Parameters
+    ----------
+    name : str
+        Budget name as in the ``budget/`` config group (logged with the trial).
+    host_bytes : int
+        Host (CPU) memory the solver may use, in bytes. Must be > 0.
+    gpu_bytes : int, default 0
+        GPU memory the solver may use, in bytes (0 on CPU-only trials).
+
+    Raises
+    ------
+    ValueError
+        If a size is negative, not an integer, or ``host_bytes`` is 0.
+    """
+
+    name: str
+    host_bytes: int
+    gpu_bytes: int = 0
+
+    def __post_init__(self) -> None:
+        for field in ("host_bytes", "gpu_bytes"):
+            value = getattr(self, field)
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+                raise ValueError(f"Budget.{field} must be a non-negative integer number of bytes, got {value!r}")
+        if self.host_bytes == 0:
+            raise ValueError("Budget.host_bytes must be > 0")
+
+    @classmethod
+    def from_mib(cls, name: str, host_mib: float, gpu_mib: float = 0) -> "Budget":
+        """Build a budget from sizes in MiB (``1 MiB = 2**20`` bytes)."""
+        return cls(name, int(host_mib * MIB), int(gpu_mib * MIB))
+
+    @classmethod
+    def default(cls) -> "Budget":
+        """The budget used when :meth:`Adapter.fit` runs before :meth:`Adapter.plan`: 1 GiB host, no GPU."""
+        return cls("default", 1024 * MIB, 0)
+
+
+@contextlib.contextmanager
+def capture_output(keep_lines: int = 60) -> Iterator[list[str]]:
+    """Capture what the upstream library writes to stdout, C level included.
+
+    ThunderSVM logs from C++ straight to file descriptor 1, Falkon and
+    EigenPro3 print from Python. Both are redirected to a temporary file and
+    the last ``keep_lines`` lines are appended to the yielded list on exit,
+    for parsing (iteration counts) and for error messages.
+
+    Yields
+    ------
+    list of str
+        Filled with the captured lines (at most ``keep_lines``) when the
+        block exits, also when it exits with an exception.
+    """
+    import sys
+    import tempfile
+
+    lines: list[str] = []
+    sys.stdout.flush()
+    with tempfile.TemporaryFile(mode="w+b") as tmp:
+        try:
+            saved_fd = os.dup(1)
+        except OSError:  # no fd 1 (embedded interpreters): Python-level capture only
+            saved_fd = None
+        buffer = io.StringIO()
+        try:
+            if saved_fd is not None:
+                os.dup2(tmp.fileno(), 1)
+            with contextlib.redirect_stdout(buffer):
+                yield lines
+        finally:
+            try:
+                libc_flush()
+            finally:
+                if saved_fd is not None:
+                    os.dup2(saved_fd, 1)
+                    os.close(saved_fd)
+            tmp.seek(0)
+            text = tmp.read().decode("utf-8", "replace") + buffer.getvalue()
+            if keep_lines > 0:
+                lines.extend(text.splitlines()[-keep_lines:])
+
+
+def libc_flush() -> None:
+    """Flush C stdio buffers so that C++ log lines land before fd 1 is restored."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).fflush(None)
+    except Exception:  # pragma: no cover - platform without a C library handle
+        pass
+
+
+@contextlib.contextmanager
+def torch_threads(n_threads: int) -> Iterator[None]:
+    """Run a block with ``torch.set_num_threads(n_threads)``, restoring the previous value."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(int(n_threads))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+
+class Adapter:
+    """Base class of every solver adapter (the contract of ``docs/contracts.md``).
+
+    Subclasses set the class attributes and implement ``_plan``, ``_fit``,
+    ``_decision``, ``_describe`` and ``_convergence``; this class does the
+    validation, the label encoding, the error translation and the post-fit
+    checks, so that every adapter behaves the same at its edges.
+
+    Parameters
+    ----------
+    task : {"regression", "binary", "multiclass"}
+    loss : str
+        One of :data:`LOSSES` that the adapter supports for ``task``.
+    kernel : {"gaussian", "laplacian"}, default "gaussian"
+    sigma : float
+        Kernel bandwidth (> 0), same units as the features.
+    lam : float
+        Regularisation of the summed-loss objective (> 0).
+    seed : int, default 0
+        Seed of every random choice of the method (centres, blocks, ...).
+    dtype : {"float64", "float32"}, default "float64"
+        Working precision of the upstream solver.
+    device : str, default "cpu"
+        ``"cpu"`` or ``"cuda"`` / ``"cuda:<k>"`` where the adapter supports it.
+    n_threads : int, default 1
+        CPU threads the solver may use.
+    **options
+        Adapter-specific knobs, see each subclass's ``option_defaults``.
+
+    Raises
+    ------
+    ValueError
+        On an unknown task, loss, kernel, dtype, device or option, or a
+        non-positive / non-finite ``sigma`` or ``lam``.
+
+    Attributes
+    ----------
+    plan_ : dict or None
+        What :meth:`plan` chose (set by :meth:`plan`, or by :meth:`fit` with
+        :meth:`Budget.default` when ``plan`` was not called).
+    classes_ : ndarray of shape (n_classes,)
+        Sorted class labels (classification only), set by :meth:`fit`.
+    n_features_in_ : int
+        Number of features seen in :meth:`fit`.
+    n_train_ : int
+        Number of training samples of the last :meth:`fit` (conversions
+        such as Falkon's ``lam / n`` use it).
+    """
+
+    #: Solver id (``docs/contracts.md``, "Solver ids").
+    name: ClassVar[str] = ""
+    #: Importable module of the upstream library (checked by :meth:`available`).
+    module: ClassVar[str] = ""
+    #: Distribution name used for the version in :meth:`describe`.
+    distribution: ClassVar[str] = ""
+    #: task -> losses this adapter can solve.
+    losses: ClassVar[dict[str, tuple[str, ...]]] = {}
+    kernels: ClassVar[tuple[str, ...]] = ("gaussian",)
+    devices: ClassVar[tuple[str, ...]] = ("cpu",)
+    #: Adapter-specific options and their defaults (the only ones accepted).
+    option_defaults: ClassVar[dict[str, Any]] = {}
+    #: Convergence signal name reported by :meth:`convergence`.
+    signal: ClassVar[str] = ""
+    #: Whether :meth:`fit` compares the training error with the trivial predictor.
+    check_divergence: ClassVar[bool] = False
+
+    # ------------------------------------------------------------------ class-level queries
+
+    @classmethod
+    def available(cls) -> tuple[bool, str]:
+        """Whether the upstream library can be imported here.
+
+        Returns
+        -------
+        (bool, str)
+            ``(True, "")`` or ``(False, reason)``; the reason is
+            ``"<module> is not installed"`` when the module is absent.
+        """
+        if importlib.util.find_spec(cls.module) is None:
+            return False, f"{cls.module} is not installed"
+        try:
+            importlib.import_module(cls.module)
+        except Exception as exc:  # broken build, ABI mismatch, missing shared library
+            return False, f"{cls.module} is installed but fails to import: {type(exc).__name__}: {exc}"
+        return True, ""
+
+    @classmethod
+    def supports(cls, task: str, n_classes: int | None = None) -> tuple[bool, str]:
+        """Whether this adapter can run ``task`` with ``n_classes`` classes.
+
+        Parameters
+        ----------
+        task : str
+            One of :data:`TASKS`.
+        n_classes : int or None
+            Number of classes (ignored for regression).
+
+        Returns
+        -------
+        (bool, str)
+            ``(True, "")`` or ``(False, reason)``.
+        """
+        if task not in cls.losses:
+            return False, f"{cls.name} does not support task {task!r} (supports {', '.join(cls.losses)})"
+        if task == "binary" and n_classes not in (None, 2):
+            return False, f"task 'binary' needs 2 classes, got {n_classes}"
+        if task == "multiclass" and n_classes is not None and n_classes < 3:
+            return False, f"task 'multiclass' needs at least 3 classes, got {n_classes}"
+        return True, ""
+
+    # ------------------------------------------------------------------ construction
+
+    def __init__(
+        self,
+        *,
+        task: str,
+        loss: str,
+        kernel: str = "gaussian",
+        sigma: float,
+        lam: float,
+        seed: int = 0,
+        dtype: str = "float64",
+        device: str = "cpu",
+        n_threads: int = 1,
+        **options: Any,
+    ) -> None:
+        if task not in TASKS:
+            raise ValueError(f"task must be one of {TASKS}, got {task!r}")
+        ok, reason = self.supports(task, None)
+        if not ok:
+            raise ValueError(reason)
+        if loss not in self.losses[task]:
+            raise ValueError(f"{self.name} supports losses {self.losses[task]} for task {task!r}, got {loss!r}")
+        if kernel not in self.kernels:
+            raise ValueError(f"{self.name} supports kernels {self.kernels}, got {kernel!r}")
+        self.sigma = _positive_float("sigma", sigma)
+        self.lam = _positive_float("lam", lam)
+        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+            raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+        if dtype not in DTYPE_BYTES:
+            raise ValueError(f"dtype must be one of {tuple(DTYPE_BYTES)}, got {dtype!r}")
+        if not isinstance(device, str) or device.split(":")[0] not in self.devices:
+            raise ValueError(f"{self.name} runs on {self.devices}, got device={device!r}")
+        if isinstance(n_threads, bool) or not isinstance(n_threads, numbers.Integral) or n_threads < 1:
+            raise ValueError(f"n_threads must be a positive integer, got {n_threads!r}")
+        unknown = sorted(set(options) - set(self.option_defaults))
+        if unknown:
+            allowed = ", ".join(sorted(self.option_defaults)) or "none"
+            raise ValueError(f"{self.name}: unknown option(s) {unknown}; allowed: {allowed}")
+        self.task, self.loss, self.kernel = task, loss, kernel
+        self.seed, self.dtype, self.device, self.n_threads = int(seed), dtype, device, int(n_threads)
+        self.options = {**self.option_defaults, **options}
+        self.plan_: dict[str, Any] | None = None
+        self.classes_: np.ndarray | None = None
+        self.n_features_in_: int | None = None
+        self.n_train_: int | None = None
+        self._fitted = False
+        self._history: list[dict[str, Any]] = []
+        self._diverged_reason = ""
+        self._upstream_log: list[str] = []
+
+    @property
+    def dtype_bytes(self) -> int:
+        """Bytes per element of the working dtype (4 or 8)."""
+        return DTYPE_BYTES[self.dtype]
+
+    @property
+    def on_gpu(self) -> bool:
+        return self.device.startswith("cuda")
+
+    # ------------------------------------------------------------------ the contract
+
+    def plan(self, budget: Budget, n: int, d: int) -> dict[str, Any]:
+        """Choose the method's memory knobs so that its working memory fits ``budget``.
+
+        Parameters
+        ----------
+        budget : Budget
+        n : int
+            Number of training samples.
+        d : int
+            Number of features.
+
+        Returns
+        -------
+        dict
+            The chosen knobs (adapter-specific names, e.g. ``block_size``,
+            ``M``, ``max_mem_size_mib``), plus ``est_bytes`` (the adapter's
+            estimate of the solver's peak working memory on the budgeted
+            device, in bytes, excluding the interpreter and library imports)
+            and ``budget`` (its name). Also stored in ``self.plan_``.
+
+        Raises
+        ------
+        AdapterError
+            If even the smallest setting does not fit the budget.
+        ValueError
+            On a non-positive ``n`` or ``d`` or a wrong ``budget`` type.
+        """
+        if not isinstance(budget, Budget):
+            raise ValueError(f"budget must be a baselines.base.Budget, got {type(budget).__name__}")
+        for label, value in (("n", n), ("d", d)):
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+                raise ValueError(f"{label} must be a positive integer, got {value!r}")
+        chosen = self._plan(budget, int(n), int(d))
+        limit = budget.gpu_bytes if self.on_gpu else budget.host_bytes
+        if chosen["est_bytes"] > limit:
+            raise AdapterError(
+                f"{self.name}: budget {budget.name!r} ({limit / MIB:.0f} MiB) cannot hold the smallest setting "
+                f"(estimated {chosen['est_bytes'] / MIB:.0f} MiB for n={n}, d={d})"
+            )
+        chosen = {**chosen, "budget": budget.name, "budget_bytes": int(limit)}
+        self.plan_ = chosen
+        return dict(chosen)
+
+    def fit(self, X: Any, y: Any) -> "Adapter":
+        """Fit the upstream solver.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Finite real features.
+        y : array-like of shape (n_samples,)
+            Targets (regression, finite floats) or labels of any sortable
+            type (classification: exactly 2 for ``binary``, 3 or more for
+            ``multiclass``).
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ValueError
+            Bad input (shape, NaN, wrong number of classes).
+        AdapterError
+            The upstream library failed (raised, or printed a failure and
+            returned no model); the message carries its reason.
+        DivergedError
+            Non-finite decision values, or (adapters with
+            ``check_divergence``) a training error no better than the
+            trivial predictor.
+        """
+        X = self._check_X(X, fitting=True)
+        target = self._encode_y(y, X.shape[0])
+        if self.plan_ is None:
+            self.plan(Budget.default(), X.shape[0], X.shape[1])
+        self._fitted = False
+        self._history = []
+        self._diverged_reason = ""
+        self._upstream_log = []
+        self.n_train_ = X.shape[0]
+        try:
+            self._fit(X, target)
+        except AdapterError:
+            raise
+        except MemoryError as exc:
+            raise AdapterError(f"{self.name}: out of memory in fit: {exc}") from exc
+        except Exception as exc:
+            tail = " | ".join(self._upstream_log[-5:])
+            msg = f"{self.name}: upstream fit failed: {type(exc).__name__}: {exc}"
+            raise AdapterError(msg + (f" (log: {tail})" if tail else "")) from exc
+        self.n_features_in_ = X.shape[1]
+        self._fitted = True
+        self._post_fit_checks(X, target)
+        return self
+
+    def decision_function(self, X: Any) -> np.ndarray:
+        """Raw model output.
+
+        Returns
+        -------
+        ndarray of float64
+            Shape (n_samples,) for regression and binary tasks (> 0 means
+            ``classes_[1]``), (n_samples, n_classes) for multiclass (column
+            ``j`` scores ``classes_[j]``).
+
+        Raises
+        ------
+        AdapterError
+            If called before :meth:`fit`.
+        DivergedError
+            If the model produces non-finite values.
+        """
+        self._require_fitted()
+        X = self._check_X(X, fitting=False)
+        scores = np.asarray(self._decision(X), dtype=np.float64)
+        if not np.all(np.isfinite(scores)):
+            raise DivergedError(f"{self.name}: non-finite decision values at prediction time")
+        return scores
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Predictions: targets (regression, float64) or labels from ``classes_``.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        scores = self.decision_function(X)
+        if self.task == "regression":
+            return scores
+        if self.task == "binary":
+            return self.classes_[(scores > 0).astype(np.intp)]
+        return self.classes_[np.argmax(scores, axis=1)]
+
+    def describe(self) -> dict[str, Any]:
+        """What ran: library, version, settings and the conversions used.
+
+        Returns
+        -------
+        dict
+            Keys ``method``, ``library``, ``version``, ``task``, ``loss``,
+            ``kernel``, ``sigma``, ``lam``, ``seed``, ``dtype``, ``device``,
+            ``n_threads``, ``options``, ``plan`` and ``conversions`` (a dict
+            of upstream parameter -> value, each with its formula under
+            ``conversions["formulas"]``).
+        """
+        extra = self._describe()
+        return {
+            "method": self.name,
+            "library": self.distribution or self.module,
+            "version": _version(self.distribution or self.module, self.module),
+            "task": self.task,
+            "loss": self.loss,
+            "kernel": self.kernel,
+            "sigma": self.sigma,
+            "lam": self.lam,
+            "seed": self.seed,
+            "dtype": self.dtype,
+            "device": self.device,
+            "n_threads": self.n_threads,
+            "options": dict(self.options),
+            "plan": dict(self.plan_) if self.plan_ is not None else None,
+            **extra,
+        }
+
+    def convergence(self) -> dict[str, Any]:
+        """The method's own convergence signal for the last fit.
+
+        Returns
+        -------
+        dict
+            ``signal`` (str), ``converged`` (bool or None when the method has
+            no stopping rule to judge by), ``diverged`` (bool), ``reason``
+            (str), ``history`` (list of dicts, one per iteration/epoch) and
+            ``final`` (float or None: the signal's last value).
+        """
+        if not self._fitted and not self._diverged_reason:
+            return {"signal": self.signal, "converged": None, "diverged": False,
+                    "reason": "not fitted", "history": [], "final": None}
+        info = self._convergence()
+        info.setdefault("history", list(self._history))
+        info["signal"] = self.signal
+        if self._diverged_reason:
+            info["diverged"] = True
+            info["converged"] = False
+            info["reason"] = self._diverged_reason
+        else:
+            info.setdefault("diverged", False)
+        return info
+
+    # ------------------------------------------------------------------ hooks
+
+    def _plan(self, budget: Budget, n: int, d: int) -> dict[str, Any]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _fit(self, X: np.ndarray, target: np.ndarray) -> None:  # pragma: no cover - abstract
+        """Fit on float X (self.dtype) and encoded targets (see :meth:`_encode_y`)."""
+        raise NotImplementedError
+
+    def _decision(self, X: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _describe(self) -> dict[str, Any]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _convergence(self) -> dict[str, Any]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ helpers
+
+    @property
+    def n_outputs(self) -> int:
+        """Columns of the decision function: 1, or the number of classes for multiclass."""
+        return len(self.classes_) if self.task == "multiclass" and self.classes_ is not None else 1
+
+    def _check_X(self, X: Any, *, fitting: bool) -> np.ndarray:
+        arr = np.asarray(X)
+        if arr.ndim != 2:
+            raise ValueError(f"X must be 2-D (n_samples, n_features), got shape {arr.shape}")
+        if arr.shape[0] < 1 or arr.shape[1] < 1:
+            raise ValueError(f"X must have at least one row and one column, got shape {arr.shape}")
+        if not np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.complexfloating):
+            raise ValueError(f"X must be real numbers, got dtype {arr.dtype}")
+        arr = np.ascontiguousarray(arr, dtype=np.dtype(self.dtype))
+        if not np.all(np.isfinite(arr)):
+            raise ValueError(f"X contains NaN or infinite values (in {self.dtype})")
+        if not fitting and self.n_features_in_ is not None and arr.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {arr.shape[1]} features, the model was fitted with {self.n_features_in_}")
+        return arr
+
+    def _encode_y(self, y: Any, n: int) -> np.ndarray:
+        """Targets for ``_fit``: float y (regression), -1/+1 (binary), class index (multiclass)."""
+        arr = np.asarray(y)
+        if arr.ndim == 2 and arr.shape[1] == 1:
+            arr = arr[:, 0]
+        if arr.ndim != 1 or arr.shape[0] != n:
+            raise ValueError(f"y must have shape ({n},), got {np.asarray(y).shape}")
+        if self.task == "regression":
+            if not np.issubdtype(arr.dtype, np.number):
+                raise ValueError(f"regression targets must be numbers, got dtype {arr.dtype}")
+            arr = arr.astype(np.float64)
+            if not np.all(np.isfinite(arr)):
+                raise ValueError("y contains NaN or infinite values")
+            self.classes_ = None
+            return arr
+        if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
+            raise ValueError("y contains NaN or infinite labels")
+        classes, codes = np.unique(arr, return_inverse=True)
+        if self.task == "binary" and len(classes) != 2:
+            raise ValueError(f"task 'binary' needs exactly 2 distinct labels in y, got {len(classes)}: {classes[:5]}")
+        if self.task == "multiclass" and len(classes) < 3:
+            raise ValueError(f"task 'multiclass' needs at least 3 distinct labels, got {len(classes)}; use 'binary'")
+        self.classes_ = classes
+        if self.task == "binary":
+            return np.where(codes == 1, 1.0, -1.0)
+        return codes.astype(np.int64)
+
+    def _require_fitted(self) -> None:
+        if not self._fitted:
+            raise AdapterError(f"{self.name}: call fit before predict/decision_function")
+
+    def _post_fit_checks(self, X: np.ndarray, target: np.ndarray) -> None:
+        """Finite decision values on (a sample of) the training set; divergence test."""
+        rows = np.arange(X.shape[0])
+        if X.shape[0] > CHECK_ROWS:
+            rows = np.sort(np.random.default_rng(self.seed).choice(X.shape[0], CHECK_ROWS, replace=False))
+        scores = np.asarray(self._decision(X[rows]), dtype=np.float64)
+        if not np.all(np.isfinite(scores)):
+            self._fail_diverged("non-finite decision values on the training set")
+        if not (self.check_divergence and self.options.get("check_divergence", True)):
+            return
+        reason = self._divergence_reason(target) or trivial_predictor_check(self.task, scores, target[rows])
+        if reason:
+            self._fail_diverged(reason)
+
+    def _divergence_reason(self, target: np.ndarray) -> str:
+        """Adapter-specific divergence test on its own convergence curve ("" when none)."""
+        return ""
+
+    def _fail_diverged(self, reason: str) -> None:
+        self._fitted = False
+        self._diverged_reason = reason
+        raise DivergedError(f"{self.name} ({self.dtype}): {reason}")
+
+
+def trivial_predictor_check(task: str, scores: np.ndarray, target: np.ndarray) -> str:
+    """Compare a fitted model's training error with the trivial predictor.
+
+    Parameters
+    ----------
+    task : str
+    scores : ndarray
+        Decision values on training rows, (m,) or (m, C).
+    target : ndarray
+        Encoded targets of the same rows (see ``Adapter._encode_y``).
+
+    Returns
+    -------
+    str
+        Empty when the model beats the trivial predictor, else the reason:
+        regression RMSE >= RMSE of predicting the training mean, or training
+        accuracy <= the majority-class share.
+    """
+    if task == "regression":
+        rmse = float(np.sqrt(np.mean((scores - target) ** 2)))
+        baseline = float(np.std(target))
+        if not rmse < baseline:
+            return f"training RMSE {rmse:.4g} is no better than predicting the mean (RMSE {baseline:.4g})"
+        return ""
+    if task == "binary":
+        labels = np.where(scores > 0, 1.0, -1.0)
+        majority = max(np.mean(target > 0), np.mean(target < 0))
+    else:
+        labels = np.argmax(scores, axis=1)
+        majority = np.bincount(target).max() / len(target)
+    accuracy = float(np.mean(labels == target))
+    if not accuracy > majority:
+        return f"training accuracy {accuracy:.4f} is no better than the majority class ({majority:.4f})"
+    return ""
+
+
+def relative_plateau(values: list[float], rtol: float) -> bool | None:
+    """Whether the last two values of a training-error curve differ by at most ``rtol`` (relative).
+
+    Returns None with fewer than two values. Used as the convergence flag of
+    methods with no stopping rule of their own (Falkon's fixed CG budget,
+    EigenPro3's fixed epochs): a plateau, not a certificate.
+    """
+    finite = [float(v) for v in values if v is not None and math.isfinite(float(v))]
+    if len(finite) < 2:
+        return None
+    last, prev = finite[-1], finite[-2]
+    return abs(last - prev) <= rtol * max(abs(prev), 1e-12)
+
+
+def _positive_float(label: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{label} must be a positive number, got {value!r}")
+    value = float(value)
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{label} must be positive and finite, got {value!r}")
+    return value
+
+
+def _version(distribution: str, module: str) -> str:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    try:
+        return str(getattr(importlib.import_module(module), "__version__", "unknown"))
+    except Exception:
+        return "unknown"
+

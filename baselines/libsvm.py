@@ -1,0 +1,131 @@
+"""``libsvm``: scikit-learn's ``SVC`` / ``SVR`` (LIBSVM inside), the exact SVM reference.
+
+Conversions (``baselines.conventions``): ``gamma = 1 / (2 sigma^2)``,
+``C = 1 / lam``. Memory knob: LIBSVM's kernel cache ``cache_size`` (MiB)
+from the budget; ``shrinking`` on when the cache cannot hold the whole
+kernel matrix. Convergence signal: LIBSVM's iteration count ``n_iter_`` and
+its exit state (scikit-learn warns ``ConvergenceWarning`` when ``max_iter``
+stopped it).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any
+
+import numpy as np
+
+from .base import MIB, Adapter, Budget
+from .conventions import rbf_gamma, svm_C
+
+__all__ = ["LibSVMAdapter"]
+
+
+class LibSVMAdapter(Adapter):
+    """LIBSVM through ``sklearn.svm.SVC`` (hinge) and ``SVR`` (epsilon-insensitive).
+
+    Options
+    -------
+    epsilon : float, default 0.1
+        SVR tube half-width (regression only), units of y.
+    tol : float, default 1e-3
+        LIBSVM's stopping tolerance on the maximal KKT violation.
+    max_iter : int, default -1
+        Iteration cap (-1: none).
+    cache_size_mib : float or None, default None
+        Kernel cache in MiB; None: chosen by :meth:`plan`.
+    shrinking : bool or None, default None
+        None: chosen by :meth:`plan`.
+
+    Notes
+    -----
+    LIBSVM is single-threaded; ``n_threads`` is recorded but has no effect.
+    LIBSVM fits an unpenalised intercept, which Joker's problem does not
+    have. Multiclass uses LIBSVM's one-vs-one models with scikit-learn's
+    one-vs-rest decision shape (n_samples, n_classes).
+    """
+
+    name = "libsvm"
+    module = "sklearn"
+    distribution = "scikit-learn"
+    losses = {"regression": ("epsilon_insensitive",), "binary": ("hinge",), "multiclass": ("hinge",)}
+    option_defaults = {"epsilon": 0.1, "tol": 1e-3, "max_iter": -1, "cache_size_mib": None, "shrinking": None}
+    signal = "LIBSVM iterations (n_iter_) and exit state"
+
+    def _plan(self, budget: Budget, n: int, d: int) -> dict[str, Any]:
+        # X as float64 (scikit-learn's libsvm wrapper works on float64) and
+        # ~12 float64 work arrays of length n (alpha, gradients, status, ...).
+        fixed = 8 * n * d + 12 * 8 * n
+        limit = budget.host_bytes
+        full_matrix_mib = n * n * 4 / MIB  # LIBSVM caches kernel columns as float32 (Qfloat)
+        cache = self.options["cache_size_mib"]
+        if cache is None:
+            room = (limit - fixed) / MIB
+            cache = max(1.0, min(math.floor(room), math.ceil(full_matrix_mib) + 1))
+        shrinking = self.options["shrinking"]
+        if shrinking is None:
+            shrinking = cache < full_matrix_mib
+        return {
+            "cache_size_mib": float(cache),
+            "shrinking": bool(shrinking),
+            "est_bytes": int(fixed + cache * MIB),
+        }
+
+    def _estimator(self) -> Any:
+        from sklearn.svm import SVC, SVR
+
+        common = dict(
+            kernel="rbf",
+            gamma=rbf_gamma(self.sigma),
+            C=svm_C(self.lam),
+            tol=self.options["tol"],
+            max_iter=self.options["max_iter"],
+            cache_size=self.plan_["cache_size_mib"],
+            shrinking=self.plan_["shrinking"],
+        )
+        if self.task == "regression":
+            return SVR(epsilon=self.options["epsilon"], **common)
+        return SVC(decision_function_shape="ovr", random_state=self.seed, **common)
+
+    def _fit(self, X: np.ndarray, target: np.ndarray) -> None:
+        from sklearn.exceptions import ConvergenceWarning
+
+        model = self._estimator()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ConvergenceWarning)
+            model.fit(X, target)
+        self._hit_max_iter = any(issubclass(w.category, ConvergenceWarning) for w in caught)
+        self.model_ = model
+
+    def _decision(self, X: np.ndarray) -> np.ndarray:
+        if self.task == "regression":
+            return self.model_.predict(X)
+        return self.model_.decision_function(X)
+
+    @property
+    def n_support_vectors_(self) -> int:
+        """Number of support vectors of the fitted model."""
+        return int(self.model_.support_.shape[0])
+
+    def _describe(self) -> dict[str, Any]:
+        return {
+            "conversions": {
+                "gamma": rbf_gamma(self.sigma),
+                "C": svm_C(self.lam),
+                "formulas": {"gamma": "1 / (2 sigma^2)", "C": "1 / lam"},
+            },
+            "notes": "LIBSVM fits an unpenalised intercept; single-threaded (n_threads has no effect)",
+        }
+
+    def _convergence(self) -> dict[str, Any]:
+        n_iter = np.atleast_1d(getattr(self.model_, "n_iter_", np.array([-1])))
+        reason = (f"stopped by max_iter={self.options['max_iter']} (ConvergenceWarning)" if self._hit_max_iter
+                  else f"KKT violation below tol={self.options['tol']}")
+        return {
+            "converged": not self._hit_max_iter,
+            "reason": reason,
+            "history": [{"model": i, "n_iter": int(k)} for i, k in enumerate(n_iter)],
+            "final": float(n_iter.max()),
+            "n_support": self.n_support_vectors_,
+        }
