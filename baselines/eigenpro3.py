@@ -1,0 +1,282 @@
+"""``eigenpro3``: EigenPro3's ``eigenpro3.models.KernelModel`` (squared loss, no regulariser).
+
+EigenPro3 is not on PyPI; install it as its README says (see the project
+README, "Optional baselines"). Without it, :meth:`EigenPro3Adapter.available`
+returns ``(False, "eigenpro3 is not installed")``.
+
+What it solves: ``min sum_i (f(x_i) - y_i)^2`` over ``f = sum_j w_j k(., z_j)``
+with ``p`` centres ``z_j`` (a seeded random subset of the training set),
+by preconditioned SGD. There is **no regulariser**: ``lam`` is not used; the
+fit is early-stopped after ``epochs`` epochs, recorded in ``describe()`` and
+in the convergence report. Kernel: ``eigenpro3.kernels.gaussian(x, z,
+bandwidth=sigma)``, which is ``exp(-||x - z||^2 / (2 sigma^2))`` (the
+benchmark's convention, no conversion). Predictions are computed from the
+fitted centres and weights with that same upstream kernel function.
+
+Compatibility shims (applied only when needed, listed in ``describe()``):
+
+- EigenPro3 calls ``scipy.linalg.eigh(..., eigvals=(lo, hi))``, a keyword
+  SciPy removed in 1.14; the adapter gives ``eigenpro3.utils.svd`` a
+  ``linalg`` whose ``eigh`` maps it to ``subset_by_index=[lo, hi]``.
+- ``eigenpro3.utils`` imports torchvision only to load its demo datasets;
+  when torchvision is absent an empty stand-in for
+  ``eigenpro3.utils.data_utils`` is registered before the import.
+- ``KernelModel`` allocates its weights with torch's default dtype, so the
+  fit runs under ``torch.set_default_dtype(dtype)``, restored afterwards.
+
+Convergence signal: training error (RMSE, or classification error rate)
+after every epoch, on at most ``CHECK_ROWS`` training rows; ``converged`` is
+a plateau test (EigenPro3 has no stopping rule).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import inspect
+import sys
+import time
+import types
+from typing import Any, Iterator
+
+import numpy as np
+
+from .base import CHECK_ROWS, Adapter, Budget, capture_output, relative_plateau, torch_threads
+
+__all__ = ["EigenPro3Adapter", "import_eigenpro3"]
+
+#: Shims applied by :func:`import_eigenpro3` in this process.
+SHIMS: list[str] = []
+
+
+class _EighCompat:
+    """``scipy.linalg`` stand-in whose ``eigh`` accepts the removed ``eigvals=`` keyword."""
+
+    def __init__(self, linalg: Any) -> None:
+        self._linalg = linalg
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._linalg, name)
+
+    def eigh(self, *args: Any, eigvals: Any = None, **kwargs: Any) -> Any:
+        if eigvals is not None:
+            kwargs["subset_by_index"] = [int(eigvals[0]), int(eigvals[1])]
+        return self._linalg.eigh(*args, **kwargs)
+
+
+def import_eigenpro3() -> types.ModuleType:
+    """Import ``eigenpro3.models`` with the shims of the module docstring.
+
+    Returns
+    -------
+    module
+        ``eigenpro3.models``.
+
+    Raises
+    ------
+    ImportError
+        If eigenpro3 is not installed or fails to import.
+    """
+    if "eigenpro3.utils.data_utils" not in sys.modules and importlib.util.find_spec("torchvision") is None:
+        stub = types.ModuleType("eigenpro3.utils.data_utils")
+        stub.__doc__ = "Stand-in registered by baselines.eigenpro3: torchvision is not installed."
+
+        def load_dataset(*args: Any, **kwargs: Any) -> Any:
+            raise ImportError("eigenpro3's dataset loaders need torchvision")
+
+        stub.load_dataset = load_dataset  # type: ignore[attr-defined]
+        sys.modules["eigenpro3.utils.data_utils"] = stub
+        SHIMS.append("eigenpro3.utils.data_utils stand-in (torchvision absent)")
+    models = importlib.import_module("eigenpro3.models")
+    svd = importlib.import_module("eigenpro3.utils.svd")
+    linalg = svd.linalg
+    if not isinstance(linalg, _EighCompat) and "eigvals" not in inspect.signature(linalg.eigh).parameters:
+        svd.linalg = _EighCompat(linalg)
+        SHIMS.append("scipy.linalg.eigh(eigvals=) -> subset_by_index")
+    return models
+
+
+@contextlib.contextmanager
+def _default_dtype(dtype: Any) -> Iterator[None]:
+    import torch
+
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(before)
+
+
+class EigenPro3Adapter(Adapter):
+    """EigenPro3 kernel regression, also used for classification on -1/+1 (one-hot) targets.
+
+    Options
+    -------
+    n_centers : int or None, default None
+        Model size p; None: the largest that fits the budget, capped by
+        ``n`` and ``max_centers``.
+    max_centers : int, default 20000
+    epochs : int, default 10
+        Epochs before stopping (the only stopping rule: early stopping).
+    n_nystrom : int, default 5000
+        Nystroem samples of the data preconditioner (upstream default).
+    preconditioner_level : int, default 500
+        Eigen-directions of the data preconditioner (upstream default;
+        capped at ``min(n, n_nystrom) - 2``).
+    plateau_rtol : float, default 1e-3
+    check_divergence : bool, default True
+    """
+
+    name = "eigenpro3"
+    module = "eigenpro3"
+    distribution = "eigenpro3"
+    losses = {"regression": ("squared",), "binary": ("squared",), "multiclass": ("squared",)}
+    devices = ("cpu", "cuda")
+    option_defaults = {"n_centers": None, "max_centers": 20_000, "epochs": 10, "n_nystrom": 5000,
+                       "preconditioner_level": 500, "plateau_rtol": 1e-3, "check_divergence": True}
+    signal = "training error per epoch"
+    check_divergence = True
+
+    @classmethod
+    def available(cls) -> tuple[bool, str]:
+        if importlib.util.find_spec("eigenpro3") is None:
+            return False, "eigenpro3 is not installed"
+        try:
+            import_eigenpro3()
+        except Exception as exc:
+            return False, f"eigenpro3 is installed but fails to import: {type(exc).__name__}: {exc}"
+        return True, ""
+
+    # --------------------------------------------------------------- plan
+
+    def _est_bytes(self, p: int, n: int, d: int) -> int:
+        """Working memory of EigenPro3 with p centres, in bytes (upper estimate).
+
+        Elements, times the dtype size: data ``n (d + 1)``; centres and four
+        copies of the weights ``p (d + 4)``; data preconditioner: Nystroem
+        samples, kernel, eigenvectors and eigh workspace ``s (d + q + p) +
+        3 s^2`` plus the ``p x q`` preconditioner matrix; one batch's kernel
+        blocks ``b (p + s)`` with the worst-case batch ``b = n`` (EigenPro3
+        derives the batch from the spectrum, uncapped); projection step
+        ``3 t^2 + t (1000 + p)`` with ``t = min(p, 2000)``.
+        """
+        s, q = self._nystrom(n)
+        t = min(p, 2000)
+        elements = (n * (d + 1) + p * (d + 4) + s * (d + q + p) + 3 * s * s + p * q
+                    + n * (p + s) + 3 * t * t + t * (1000 + p))
+        return int(self.dtype_bytes * elements)
+
+    def _nystrom(self, n: int) -> tuple[int, int]:
+        s = min(n, int(self.options["n_nystrom"]))
+        return s, max(1, min(int(self.options["preconditioner_level"]), s - 2))
+
+    def _plan(self, budget: Budget, n: int, d: int) -> dict[str, Any]:
+        limit = budget.gpu_bytes if self.on_gpu else budget.host_bytes
+        p = self.options["n_centers"]
+        if p is None:
+            lo, hi = 1, min(n, int(self.options["max_centers"]))
+            while lo < hi:  # largest p with est(p) <= limit (est is increasing in p)
+                mid = (lo + hi + 1) // 2
+                lo, hi = (mid, hi) if self._est_bytes(mid, n, d) <= limit else (lo, mid - 1)
+            p = lo
+        p = min(int(p), n)
+        s, q = self._nystrom(n)
+        return {"n_centers": p, "epochs": int(self.options["epochs"]), "n_nystrom": s,
+                "preconditioner_level": q, "est_bytes": self._est_bytes(p, n, d)}
+
+    # --------------------------------------------------------------- fit / predict
+
+    def _targets(self, target: np.ndarray) -> np.ndarray:
+        if self.task == "multiclass":
+            Y = -np.ones((len(target), len(self.classes_)))
+            Y[np.arange(len(target)), target] = 1.0
+            return Y
+        return target[:, None]
+
+    def _fit(self, X: np.ndarray, target: np.ndarray) -> None:
+        import torch
+
+        models = import_eigenpro3()
+        from eigenpro3.kernels import gaussian
+
+        tdtype = getattr(torch, self.dtype)
+        dev = torch.device(self.device)
+        n = X.shape[0]
+        rng = np.random.default_rng(self.seed)
+        centre_idx = np.sort(rng.choice(n, self.plan_["n_centers"], replace=False))
+        check_rows = np.sort(rng.choice(n, min(n, CHECK_ROWS), replace=False))
+        Xt = torch.from_numpy(X)
+        Y = torch.from_numpy(self._targets(target)).to(tdtype)
+        sigma = self.sigma
+        self._kernel = lambda a, b: gaussian(a, b, bandwidth=sigma)
+        s, q = self.plan_["n_nystrom"], self.plan_["preconditioner_level"]
+        started = time.perf_counter()
+        with torch_threads(self.n_threads), _default_dtype(tdtype), capture_output() as lines:
+            self._upstream_log = lines
+            torch.manual_seed(self.seed)
+            model = models.KernelModel(
+                Y.shape[1], Xt[centre_idx], self._kernel, X=Xt, y=Y, devices=[dev],
+                n_nystrom_samples=s, data_preconditioner_level=q,
+            )
+            self.model_ = model
+            for epoch in range(int(self.options["epochs"])):
+                model.epoch = epoch
+                model.fit_epoch(model.train_loaders)
+                err = self._train_error(X[check_rows], target[check_rows])
+                self._history.append({"epoch": epoch + 1, "seconds": time.perf_counter() - started,
+                                      self._metric: err})
+        self.plan_ = {**self.plan_, "batch_size": int(model.batch_size), "lr": float(model.lr)}
+
+    @property
+    def _metric(self) -> str:
+        return "rmse" if self.task == "regression" else "error_rate"
+
+    def _train_error(self, X: np.ndarray, target: np.ndarray) -> float:
+        scores = self._decision(X)
+        if self.task == "regression":
+            return float(np.sqrt(np.mean((scores - target) ** 2)))
+        if self.task == "binary":
+            return float(np.mean((scores > 0) != (target > 0)))
+        return float(np.mean(np.argmax(scores, axis=1) != target))
+
+    def _decision(self, X: np.ndarray, batch: int = 8192) -> np.ndarray:
+        """``k(X, centres) @ weights`` with EigenPro3's kernel function, in row batches."""
+        import torch
+
+        centres, weights = self.model_.centers, self.model_.weights
+        out = []
+        with torch_threads(self.n_threads), torch.inference_mode():
+            for start in range(0, X.shape[0], batch):
+                block = torch.from_numpy(X[start:start + batch]).to(device=centres.device, dtype=centres.dtype)
+                out.append((self._kernel(block, centres) @ weights).cpu().numpy())
+        scores = np.concatenate(out, axis=0).astype(np.float64)
+        return scores if self.task == "multiclass" else scores[:, 0]
+
+    # --------------------------------------------------------------- reports
+
+    def _describe(self) -> dict[str, Any]:
+        return {
+            "conversions": {
+                "bandwidth": self.sigma,
+                "lam": "not used: EigenPro3 has no regulariser",
+                "epochs": int(self.options["epochs"]),
+                "formulas": {"bandwidth": "sigma, unchanged (eigenpro3.kernels.gaussian: exp(-||x-z||^2/(2 s^2)))",
+                             "lam": "early stopping after `epochs` epochs replaces regularisation"},
+            },
+            "regulariser": "none (early stopping by epochs)",
+            "compat_shims": list(SHIMS),
+        }
+
+    def _convergence(self) -> dict[str, Any]:
+        errors = [h[self._metric] for h in self._history]
+        converged = relative_plateau(errors, self.options["plateau_rtol"])
+        if converged is None:
+            reason = "fewer than two epochs"
+        else:
+            change = abs(errors[-1] - errors[-2]) / max(abs(errors[-2]), 1e-12)
+            reason = (f"early-stopped after {len(errors)} epochs (no regulariser, no stopping rule); training "
+                      f"{self._metric} {'plateaued' if converged else 'still moving'}: relative change "
+                      f"{change:.2e} in the last epoch (rtol {self.options['plateau_rtol']})")
+        return {"converged": converged, "reason": reason, "history": list(self._history),
+                "final": errors[-1] if errors else None, "epochs": len(errors)}

@@ -1,0 +1,256 @@
+"""``falkon``: Falkon (Nystroem KRR solved by preconditioned CG), ``falkon.Falkon``.
+
+Falkon is not on PyPI; install it as its README says (see the project
+README, "Optional baselines"). Without it, :meth:`FalkonAdapter.available`
+returns ``(False, "falkon is not installed")``.
+
+Conversions (``baselines.conventions``): ``penalty = lam / n`` (squared
+loss), ``GaussianKernel(sigma)`` uses the benchmark's sigma as is
+(``exp(-||x - z||^2 / (2 sigma^2))``).
+
+Memory (``plan``): the largest ``M`` whose M x M preconditioner (about
+``2 * M^2`` elements: the Cholesky factor and its workspace) plus the
+centres fit the budget next to the data, capped by ``n`` and the ``max_M``
+option; what is left goes to Falkon as ``max_cpu_mem`` (``max_gpu_mem`` on
+GPU), the bound Falkon uses to size its kernel blocks.
+
+Convergence: training error after every CG iteration through Falkon's
+``error_fn`` / ``error_every`` callback. Falkon runs a fixed number of CG
+iterations and gives no certificate, so ``converged`` is a plateau test on
+that curve. Divergence: in float32 on CPU Falkon silently diverged on HEPC
+and Skin at median-heuristic bandwidths (``shared/docs/anchors.md``), so the
+default dtype is float64 and every fit is compared with the trivial
+predictor (:class:`baselines.base.DivergedError`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import numpy as np
+
+from .base import MIB, Adapter, Budget, capture_output, relative_plateau, torch_threads
+from .conventions import falkon_penalty
+
+__all__ = ["FalkonAdapter", "FalkonFamily", "falkon_error_fn", "largest_m"]
+
+#: Smallest kernel-block memory left to Falkon, in bytes.
+MIN_BLOCK_BYTES = 16 * MIB
+
+
+def largest_m(room_bytes: float, dtype_bytes: int, d: int) -> int:
+    """Largest M with ``dtype_bytes * (2 M^2 + M (d + 4)) <= room_bytes`` (0 if none).
+
+    ``2 M^2``: Falkon's M x M preconditioner and its workspace; ``M (d + 4)``:
+    the centres and a few M-vectors.
+    """
+    if room_bytes <= 0:
+        return 0
+    a, b, c = 2.0 * dtype_bytes, float(dtype_bytes * (d + 4)), float(room_bytes)
+    m = int((-b + math.sqrt(b * b + 4 * a * c)) / (2 * a))
+    while m > 0 and dtype_bytes * (2 * m * m + m * (d + 4)) > room_bytes:
+        m -= 1
+    return m
+
+
+def falkon_error_fn(task: str) -> tuple[Callable[[Any, Any], float], str]:
+    """Training-error function on torch tensors, and its name.
+
+    Regression: RMSE over all outputs; binary (targets -1/+1): error rate of
+    ``sign(pred)``; multiclass (targets one-hot in -1/+1): error rate of
+    ``argmax``.
+    """
+    if task == "regression":
+        return (lambda t, p: float(((t - p) ** 2).mean().sqrt())), "rmse"
+    if task == "binary":
+        return (lambda t, p: float(((p > 0) != (t > 0)).double().mean())), "error_rate"
+    return (lambda t, p: float((p.argmax(dim=1) != t.argmax(dim=1)).double().mean())), "error_rate"
+
+
+class FalkonFamily(Adapter):
+    """What Falkon and LogisticFalkon share: options, plan, threads, prediction."""
+
+    module = "falkon"
+    distribution = "falkon"
+    devices = ("cpu", "cuda")
+    check_divergence = True
+    common_options: dict[str, Any] = {
+        "M": None,
+        "max_M": 20_000,
+        "keops": None,
+        "error_every": 1,
+        "plateau_rtol": 1e-3,
+        "rise_tol": 0.05,
+        "check_divergence": True,
+    }
+
+    def _plan(self, budget: Budget, n: int, d: int) -> dict[str, Any]:
+        dsz = self.dtype_bytes
+        outputs = 1
+        data = dsz * (n * d + 2 * n * outputs)  # X, Y and the training predictions of the callback
+        limit = budget.gpu_bytes if self.on_gpu else budget.host_bytes
+        data_on_device = 0 if self.on_gpu else data  # on GPU Falkon streams the data from the host
+        room = limit - data_on_device - MIN_BLOCK_BYTES
+        cap = min(n, int(self.options["max_M"]))
+        M = self.options["M"]
+        M = min(int(M), n) if M is not None else max(1, min(cap, largest_m(room, dsz, d)))
+        pc_bytes = dsz * (2 * M * M + M * (d + 4))
+        block = max(MIN_BLOCK_BYTES, limit - data_on_device - pc_bytes)
+        plan = {"M": M, "pc_bytes": int(pc_bytes), "est_bytes": int(data_on_device + pc_bytes + block)}
+        if self.on_gpu:
+            plan["max_gpu_mem"] = int(block)
+            plan["max_cpu_mem"] = int(max(MIN_BLOCK_BYTES, budget.host_bytes - data))
+        else:
+            plan["max_cpu_mem"] = int(block)
+        return plan
+
+    def _falkon_options(self) -> Any:
+        from falkon import FalkonOptions
+
+        keops = self.options["keops"] or ("no" if not self.on_gpu else "auto")
+        kwargs: dict[str, Any] = dict(
+            use_cpu=not self.on_gpu,
+            keops_active=keops,
+            max_cpu_mem=float(self.plan_["max_cpu_mem"]),
+        )
+        if self.on_gpu:  # otherwise small problems silently run on the CPU
+            kwargs.update(max_gpu_mem=float(self.plan_["max_gpu_mem"]), min_cuda_pc_size_32=0,
+                          min_cuda_pc_size_64=0, min_cuda_iter_size_32=0, min_cuda_iter_size_64=0)
+        return FalkonOptions(**kwargs)
+
+    def _targets(self, target: np.ndarray) -> np.ndarray:
+        """(n, outputs) targets in the working dtype; one-hot in -1/+1 for multiclass."""
+        if self.task == "multiclass":
+            Y = -np.ones((len(target), len(self.classes_)))
+            Y[np.arange(len(target)), target] = 1.0
+        else:
+            Y = target[:, None]
+        return np.ascontiguousarray(Y, dtype=np.dtype(self.dtype))
+
+    def _decision(self, X: np.ndarray) -> np.ndarray:
+        import torch
+
+        with torch_threads(self.n_threads), torch.inference_mode():
+            out = self.model_.predict(torch.from_numpy(X)).cpu().numpy()
+        return out if self.task == "multiclass" else out[:, 0]
+
+    def _divergence_reason(self, target: np.ndarray) -> str:
+        """The training-error curve rose far above its best value: the iterations diverged.
+
+        Flagged when the last value exceeds twice the best one and the rise is
+        more than ``rise_tol`` (error rates) or ``rise_tol * std(y)`` (RMSE).
+        On Skin in float32 the curve goes from 1% to 20-40% error while the
+        final accuracy can still beat the majority class.
+        """
+        values = [h[self._metric] for h in self._history]
+        if len(values) < 2 or not all(np.isfinite(values)):
+            return "" if all(np.isfinite(values)) else "non-finite training error during the iterations"
+        best, last = min(values), values[-1]
+        scale = float(np.std(target)) if self.task == "regression" else 1.0
+        if last > 2 * best and last - best > self.options["rise_tol"] * scale:
+            at = int(np.argmin(values))
+            return (f"training {self._metric} rose from {best:.4g} (evaluation {at + 1}) to {last:.4g} at the end: "
+                    f"the iterations diverged")
+        return ""
+
+    def _plateau(self, key: str) -> tuple[bool | None, str]:
+        errors = [h[key] for h in self._history]
+        converged = relative_plateau(errors, self.options["plateau_rtol"])
+        if converged is None:
+            return None, "fewer than two error evaluations (error_every)"
+        change = abs(errors[-1] - errors[-2]) / max(abs(errors[-2]), 1e-12)
+        word = "plateaued" if converged else "still moving"
+        return converged, (f"training {key} {word}: relative change {change:.2e} in the last step "
+                           f"(rtol {self.options['plateau_rtol']}; a plateau test, Falkon has no certificate)")
+
+
+class FalkonAdapter(FalkonFamily):
+    """Falkon KRR (squared loss) for regression and for classification on -1/+1 targets.
+
+    Options
+    -------
+    M : int or None, default None
+        Number of Nystroem centres; None: the largest that fits the budget
+        (capped by ``n`` and ``max_M``).
+    max_M : int, default 20000
+    maxiter : int, default 20
+        CG iterations (Falkon's default).
+    keops : {None, "no", "auto", "force"}, default None
+        Falkon's ``keops_active``; None: "no" on CPU, "auto" on GPU.
+    error_every : int or None, default 1
+        Evaluate the training error every this many CG iterations (None:
+        never; the divergence check still runs after the fit).
+    plateau_rtol : float, default 1e-3
+        Relative change of the training error that counts as a plateau.
+    rise_tol : float, default 0.05
+        Rise of the training error above its best value that counts as
+        divergence (error-rate units; times std(y) for RMSE).
+    check_divergence : bool, default True
+        Compare with the trivial predictor and check the curve after the fit.
+    """
+
+    name = "falkon"
+    losses = {"regression": ("squared",), "binary": ("squared",), "multiclass": ("squared",)}
+    option_defaults = {**FalkonFamily.common_options, "maxiter": 20}
+    signal = "training error per CG iteration (Falkon error_fn callback)"
+
+    def _fit(self, X: np.ndarray, target: np.ndarray) -> None:
+        import torch
+        from falkon import Falkon
+        from falkon.kernels import GaussianKernel
+
+        opts = self._falkon_options()
+        error, metric = falkon_error_fn(self.task)
+        history = self._history
+        holder: dict[str, Any] = {}
+
+        def error_fn(t: Any, p: Any) -> tuple[float, str]:
+            value = error(t, p)
+            times = holder["model"].fit_times_
+            history.append({"iteration": len(times) - 1, "seconds": float(times[-1]), metric: value})
+            return value, metric
+
+        every = self.options["error_every"]
+        model = Falkon(
+            kernel=GaussianKernel(sigma=self.sigma, opt=opts),
+            penalty=falkon_penalty(self.lam, X.shape[0]),
+            M=self.plan_["M"],
+            maxiter=int(self.options["maxiter"]),
+            seed=self.seed,
+            error_fn=error_fn if every else None,
+            error_every=every,
+            options=opts,
+        )
+        holder["model"] = model
+        self._metric = metric
+        with torch_threads(self.n_threads), capture_output() as lines:
+            self._upstream_log = lines
+            model.fit(torch.from_numpy(X), torch.from_numpy(self._targets(target)))
+        self.model_ = model
+
+    def _describe(self) -> dict[str, Any]:
+        n = self.n_train_
+        return {
+            "conversions": {
+                "penalty": None if n is None else falkon_penalty(self.lam, n),
+                "sigma": self.sigma,
+                "M": None if self.plan_ is None else self.plan_["M"],
+                "formulas": {"penalty": "lam / n (squared loss, Falkon's 1/n-scaled objective)",
+                             "sigma": "GaussianKernel(sigma): exp(-||x-z||^2 / (2 sigma^2)), unchanged"},
+            },
+        }
+
+    def _convergence(self) -> dict[str, Any]:
+        maxiter = int(self.options["maxiter"])
+        final = self._history[-1][self._metric] if self._history else None
+        info = {"history": list(self._history), "final": final, "maxiter": maxiter}
+        times = self.model_.fit_times_ or []
+        # With a callback, Falkon appends one fit time per completed CG iteration; its CG breaks
+        # (before the callback) when the residual falls below cg_tolerance.
+        done = len(times) - 1 if self.options["error_every"] else None
+        if done is not None and done < maxiter:
+            return {**info, "converged": True, "n_iter": done + 1,
+                    "reason": f"CG residual below Falkon's cg_tolerance at iteration {done + 1} of maxiter={maxiter}"}
+        converged, reason = self._plateau(self._metric)
+        return {**info, "converged": converged, "n_iter": done, "reason": f"ran maxiter={maxiter} CG iterations; " + reason}

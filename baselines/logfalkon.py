@@ -1,0 +1,160 @@
+"""``logfalkon``: kernel logistic regression with ``falkon.LogisticFalkon`` (binary only).
+
+Conversion (``baselines.conventions.logfalkon_penalty``): the target
+penalty is ``lam / n`` for the benchmark's ``(lam/2)||f||^2 + sum_i
+log(1 + exp(-y_i f_i))``.
+
+Penalty path (documented, logged in the plan): LogisticFalkon solves a
+sequence of Newton problems with decreasing penalties. Following Falkon's
+own guidance (``LogisticFalkon`` notes) and the ijcnn1 anchor run
+(``shared/docs/anchors.md``: penalties 1e-3, 1e-5, 1e-7, 1e-7, 1e-7 with
+3, 3, 3, 8, 8 CG iterations), the path is ``path_steps`` penalties spaced
+geometrically from ``path_start`` down to the target, with ``path_iters``
+CG iterations each, then ``final_steps`` more steps at the target with
+``final_iters`` each. It always ends at the target. If the target is above
+``path_start`` every step uses the target.
+
+Convergence: training error after each Newton step (Falkon's ``error_fn``
+callback); ``converged`` is a plateau test on that curve.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .base import Budget, capture_output, torch_threads
+from .conventions import logfalkon_penalty
+from .falkon import FalkonFamily, falkon_error_fn
+
+__all__ = ["LogFalkonAdapter", "penalty_path"]
+
+
+def penalty_path(target: float, start: float = 1e-3, path_steps: int = 3, path_iters: int = 3,
+                 final_steps: int = 2, final_iters: int = 8) -> tuple[list[float], list[int]]:
+    """LogisticFalkon's ``penalty_list`` and ``iter_list`` ending at ``target``.
+
+    Parameters
+    ----------
+    target : float
+        Final penalty (> 0), Falkon's scale (``lam / n``).
+    start : float
+        First penalty of the path when ``target < start``.
+    path_steps, path_iters : int
+        Number of decreasing penalties (start ... target, geometric) and CG
+        iterations for each.
+    final_steps, final_iters : int
+        Extra steps at the target and CG iterations for each.
+
+    Returns
+    -------
+    (list of float, list of int)
+        Equal-length lists; the last penalty equals ``target``.
+
+    Raises
+    ------
+    ValueError
+        On a non-positive target or step count.
+    """
+    if not target > 0:
+        raise ValueError(f"target penalty must be > 0, got {target}")
+    if path_steps < 1 or final_steps < 0:
+        raise ValueError("path_steps must be >= 1 and final_steps >= 0")
+    first = max(start, target)
+    path = list(np.geomspace(first, target, path_steps)) if path_steps > 1 else [target]
+    path[-1] = target
+    penalties = [float(p) for p in path] + [float(target)] * final_steps
+    iters = [int(path_iters)] * path_steps + [int(final_iters)] * final_steps
+    return penalties, iters
+
+
+class LogFalkonAdapter(FalkonFamily):
+    """LogisticFalkon (logistic loss, binary classification).
+
+    Options
+    -------
+    M, max_M, keops, error_every, plateau_rtol, rise_tol, check_divergence
+        As for :class:`baselines.falkon.FalkonAdapter`.
+    path_start : float, default 1e-3
+    path_steps : int, default 3
+    path_iters : int, default 3
+    final_steps : int, default 2
+    final_iters : int, default 8
+    """
+
+    name = "logfalkon"
+    losses = {"binary": ("logistic",)}
+    option_defaults = {**FalkonFamily.common_options, "path_start": 1e-3, "path_steps": 3, "path_iters": 3,
+                       "final_steps": 2, "final_iters": 8}
+    signal = "training error after each Newton step (LogisticFalkon error_fn callback)"
+
+    def _plan(self, budget: Budget, n: int, d: int) -> dict[str, Any]:
+        plan = super()._plan(budget, n, d)
+        penalties, iters = self._path(n)
+        return {**plan, "penalty_list": penalties, "iter_list": iters}
+
+    def _path(self, n: int) -> tuple[list[float], list[int]]:
+        o = self.options
+        return penalty_path(logfalkon_penalty(self.lam, n), o["path_start"], o["path_steps"], o["path_iters"],
+                            o["final_steps"], o["final_iters"])
+
+    def _fit(self, X: np.ndarray, target: np.ndarray) -> None:
+        import torch
+        from falkon import LogisticFalkon
+        from falkon.gsc_losses import LogisticLoss
+        from falkon.kernels import GaussianKernel
+
+        opts = self._falkon_options()
+        kernel = GaussianKernel(sigma=self.sigma, opt=opts)
+        penalties, iters = self._path(X.shape[0])  # n of this fit, which may differ from plan()'s
+        self.plan_ = {**self.plan_, "penalty_list": penalties, "iter_list": iters}
+        error, metric = falkon_error_fn("binary")
+        history = self._history
+        holder: dict[str, Any] = {}
+
+        def error_fn(t: Any, p: Any) -> tuple[float, str]:
+            value = error(t, p)
+            step = len(history)
+            history.append({"step": step, "penalty": penalties[min(step, len(penalties) - 1)],
+                            "seconds": float(holder["model"].fit_times_[-1]), metric: value})
+            return value, metric
+
+        every = self.options["error_every"]
+        model = LogisticFalkon(
+            kernel=kernel,
+            penalty_list=penalties,
+            iter_list=iters,
+            loss=LogisticLoss(kernel),
+            M=self.plan_["M"],
+            seed=self.seed,
+            error_fn=error_fn if every else None,
+            error_every=every,
+            options=opts,
+        )
+        holder["model"] = model
+        self._metric = metric
+        with torch_threads(self.n_threads), capture_output() as lines:
+            self._upstream_log = lines
+            model.fit(torch.from_numpy(X), torch.from_numpy(self._targets(target)))
+        self.model_ = model
+
+    def _describe(self) -> dict[str, Any]:
+        n = self.n_train_
+        penalties = self.plan_.get("penalty_list") if self.plan_ else None
+        return {
+            "conversions": {
+                "penalty": None if n is None else logfalkon_penalty(self.lam, n),
+                "penalty_list": penalties,
+                "sigma": self.sigma,
+                "M": None if self.plan_ is None else self.plan_["M"],
+                "formulas": {"penalty": "lam / n ((penalty/2)||f||^2 + mean logistic loss)",
+                             "penalty_list": "geometric from path_start to the target, then final_steps at it",
+                             "sigma": "GaussianKernel(sigma): exp(-||x-z||^2 / (2 sigma^2)), unchanged"},
+            },
+        }
+
+    def _convergence(self) -> dict[str, Any]:
+        converged, reason = self._plateau(self._metric)
+        final = self._history[-1][self._metric] if self._history else None
+        return {"converged": converged, "reason": reason, "history": list(self._history), "final": final}
