@@ -1,0 +1,190 @@
+"""The Joker adapter (solver ids ``joker-exact`` and ``joker-inexact``), same contract as the baselines.
+
+Wraps ``joker.JokerRegressor`` / ``joker.JokerClassifier`` (``docs/contracts.md``,
+"joker"). Joker's parameters are the benchmark's own (sigma, lam, losses),
+so there is no conversion; ``describe()`` says so.
+
+Memory model used by :meth:`plan` (elements, times the dtype size in bytes;
+Joker never forms the n x n kernel, ``shared/docs/joker-math.md`` s.3-4):
+
+exact, block size ``b``::
+
+    n b            kernel columns K[:, B] of one block
+    n d            the training data
+    4 n C          alpha, K alpha, y and the gradient (C outputs)
+    3 b^2 + b d    K_BB, the block Hessian and CG workspace, X_B
+
+inexact (random Fourier features, ``M`` components)::
+
+    n d + 3 n C    the data, alpha, y
+    M (d + 2 + C)  the feature map (W, b) and theta = Psi^T alpha
+    b M            Psi_B = psi(X_B) of one block (never the n x M matrix)
+    3 b^2 + b d    block Hessian, CG workspace, X_B
+
+The plan takes the largest block size (and, for the inexact solver, first
+the largest ``M``) that fits the budget, capped by ``max_block_size``,
+``n`` and ``max_components``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from baselines.base import Adapter, Budget, torch_threads
+
+__all__ = ["JokerAdapter", "JokerExactAdapter", "JokerInexactAdapter", "joker_exact_bytes", "joker_inexact_bytes"]
+
+_CLASSIFICATION_LOSSES = ("squared_hinge", "hinge", "logistic", "squared", "odm")
+MIN_BLOCK = 16
+MIN_COMPONENTS = 64
+
+
+def joker_exact_bytes(n: int, d: int, block: int, dtype_bytes: int, outputs: int = 1) -> int:
+    """Working memory of exact Joker, in bytes (module docstring, "exact")."""
+    return int(dtype_bytes * (n * block + n * d + 4 * n * outputs + 3 * block * block + block * d))
+
+
+def joker_inexact_bytes(n: int, d: int, block: int, m: int, dtype_bytes: int, outputs: int = 1) -> int:
+    """Working memory of inexact (RFF) Joker, in bytes (module docstring, "inexact")."""
+    return int(dtype_bytes * (n * d + 3 * n * outputs + m * (d + 2 + outputs) + block * m
+                              + 3 * block * block + block * d))
+
+
+def _halvings(start: int, floor: int) -> list[int]:
+    sizes = []
+    while start >= floor:
+        sizes.append(start)
+        start //= 2
+    return sizes or [floor]
+
+
+class JokerAdapter(Adapter):
+    """Common part of the two Joker solver ids.
+
+    Options
+    -------
+    block_size : int or None, default None
+        Fixed block size; None: the largest that fits the budget.
+    max_block_size : int, default 1024
+    tol : float, default 1e-3
+        Relative duality gap to stop at (Joker's ``tol``).
+    max_epochs : int, default 100
+    max_time : float or None, default None
+        Seconds.
+    epsilon : float, default 0.1
+        SVR tube half-width.
+    delta : float, default 1.0
+        Huber threshold.
+    odm_theta, odm_upsilon : float or None, default None
+        ODM margin parameters (passed only when set).
+    solver_options : dict or None, default None
+        Extra ``joker.solver.SolverOptions`` fields.
+    """
+
+    module = "joker"
+    distribution = "joker-bench"
+    losses = {"regression": ("squared", "huber", "epsilon_insensitive"),
+              "binary": _CLASSIFICATION_LOSSES, "multiclass": _CLASSIFICATION_LOSSES}
+    kernels = ("gaussian", "laplacian")
+    devices = ("cpu", "cuda")
+    common_options: dict[str, Any] = {"block_size": None, "max_block_size": 1024, "tol": 1e-3, "max_epochs": 100,
+                                      "max_time": None, "epsilon": 0.1, "delta": 1.0, "odm_theta": None,
+                                      "odm_upsilon": None, "solver_options": None}
+    signal = "relative duality gap (with the KKT residual)"
+
+    def _estimator_kwargs(self) -> dict[str, Any]:
+        o = self.options
+        kwargs: dict[str, Any] = dict(
+            loss=self.loss, kernel=self.kernel, sigma=self.sigma, lam=self.lam,
+            n_components=self.plan_.get("n_components"), block_size=self.plan_["block_size"],
+            tol=o["tol"], max_epochs=o["max_epochs"], max_time=o["max_time"], epsilon=o["epsilon"],
+            delta=o["delta"], device=self.device, dtype=self.dtype, random_state=self.seed,
+        )
+        for key in ("odm_theta", "odm_upsilon", "solver_options"):
+            if o[key] is not None:
+                kwargs[key] = o[key]
+        return kwargs
+
+    def _fit(self, X: np.ndarray, target: np.ndarray) -> None:
+        from joker import JokerClassifier, JokerRegressor
+
+        cls = JokerRegressor if self.task == "regression" else JokerClassifier
+        model = cls(**self._estimator_kwargs())
+        with torch_threads(self.n_threads):
+            model.fit(X, target)
+        self.model_ = model
+
+    def _decision(self, X: np.ndarray) -> np.ndarray:
+        with torch_threads(self.n_threads):
+            if self.task == "regression":
+                return np.asarray(self.model_.predict(X), dtype=np.float64)
+            scores = np.asarray(self.model_.decision_function(X), dtype=np.float64)
+        if self.task == "binary":
+            # JokerClassifier was fitted on -1/+1, so its classes_[1] is +1.
+            return scores.reshape(-1)
+        return scores
+
+    def _describe(self) -> dict[str, Any]:
+        return {
+            "conversions": {
+                "sigma": self.sigma,
+                "lam": self.lam,
+                "block_size": None if self.plan_ is None else self.plan_["block_size"],
+                "n_components": None if self.plan_ is None else self.plan_.get("n_components"),
+                "formulas": {"sigma": "native (no conversion)", "lam": "native (sum of losses, no conversion)"},
+            },
+        }
+
+    def _convergence(self) -> dict[str, Any]:
+        m = self.model_
+        gap = float(m.dual_gap_)
+        kkt = float(m.kkt_residual_)
+        converged = bool(m.converged_)
+        reason = (f"relative gap {gap:.3g} and KKT residual {kkt:.3g} after {m.n_epochs_} epochs "
+                  f"({'met' if converged else 'did not meet'} tol={self.options['tol']})")
+        return {"converged": converged, "reason": reason, "history": [dict(h) for h in m.history_],
+                "final": gap, "kkt_residual": kkt, "n_epochs": int(m.n_epochs_)}
+
+
+class JokerExactAdapter(JokerAdapter):
+    """``joker-exact``: DBCD-TR on the exact kernel (``n_components=None``)."""
+
+    name = "joker-exact"
+    option_defaults = dict(JokerAdapter.common_options)
+
+    def _plan(self, budget: Budget, n: int, d: int) -> dict[str, Any]:
+        dsz = self.dtype_bytes
+        limit = budget.gpu_bytes if self.on_gpu else budget.host_bytes
+        fixed = self.options["block_size"]
+        sizes = [min(int(fixed), n)] if fixed else _halvings(min(int(self.options["max_block_size"]), n), MIN_BLOCK)
+        block = next((b for b in sizes if joker_exact_bytes(n, d, b, dsz) <= limit), sizes[-1])
+        return {"block_size": block, "n_components": None, "est_bytes": joker_exact_bytes(n, d, block, dsz)}
+
+
+class JokerInexactAdapter(JokerAdapter):
+    """``joker-inexact``: DBCD-TR on random Fourier features (``n_components=M``).
+
+    Extra options
+    -------------
+    n_components : int or None, default None
+        Fixed M; None: the largest (halving from ``max_components``) that fits.
+    max_components : int, default 4096
+    """
+
+    name = "joker-inexact"
+    option_defaults = {**JokerAdapter.common_options, "n_components": None, "max_components": 4096}
+
+    def _plan(self, budget: Budget, n: int, d: int) -> dict[str, Any]:
+        dsz = self.dtype_bytes
+        limit = budget.gpu_bytes if self.on_gpu else budget.host_bytes
+        fixed_m, fixed_b = self.options["n_components"], self.options["block_size"]
+        ms = [int(fixed_m)] if fixed_m else _halvings(int(self.options["max_components"]), MIN_COMPONENTS)
+        bs = [min(int(fixed_b), n)] if fixed_b else _halvings(min(int(self.options["max_block_size"]), n), MIN_BLOCK)
+        for m in ms:
+            for b in bs:
+                if joker_inexact_bytes(n, d, b, m, dsz) <= limit:
+                    return {"block_size": b, "n_components": m, "est_bytes": joker_inexact_bytes(n, d, b, m, dsz)}
+        m, b = ms[-1], bs[-1]
+        return {"block_size": b, "n_components": m, "est_bytes": joker_inexact_bytes(n, d, b, m, dsz)}
