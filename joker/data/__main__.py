@@ -30,7 +30,7 @@ def _where(spec) -> str:
     return min(origins, key=order.index)
 
 
-def cmd_list(args) -> int:
+def _cmd_list(args) -> int:
     """Print one line per dataset."""
     rows = [("name", "task", "d", "n_train", "n_test", "split", "files")]
     for name in list_datasets(args.task):
@@ -43,7 +43,7 @@ def cmd_list(args) -> int:
     return 0
 
 
-def cmd_info(args) -> int:
+def _cmd_info(args) -> int:
     """Print a dataset's description, sizes and provenance."""
     from .loader import prepare
     from .sources import find_local
@@ -83,7 +83,7 @@ def cmd_info(args) -> int:
     return 0
 
 
-def cmd_fetch(args) -> int:
+def _cmd_fetch(args) -> int:
     """Obtain a dataset's files and build its array cache."""
     from .loader import prepare
     from .sources import locate
@@ -102,7 +102,7 @@ def cmd_fetch(args) -> int:
     return 0
 
 
-def cmd_verify(args) -> int:
+def _cmd_verify(args) -> int:
     """Check local copies against known checksums; 1 on any problem."""
     from .sources import find_local
 
@@ -144,19 +144,19 @@ def main(argv=None) -> int:
     sub = p.add_subparsers(dest="command", required=True)
     pl = sub.add_parser("list", help="registered datasets")
     pl.add_argument("--task", choices=["regression", "binary", "multiclass"])
-    pl.set_defaults(func=cmd_list)
+    pl.set_defaults(func=_cmd_list)
     pi = sub.add_parser("info", help="one dataset: n, d, task, split, provenance")
     pi.add_argument("name")
     pi.add_argument("--no-parse", action="store_true", help="do not parse local files")
-    pi.set_defaults(func=cmd_info)
+    pi.set_defaults(func=_cmd_info)
     pf = sub.add_parser("fetch", help="download (if needed) and cache a dataset")
     pf.add_argument("name")
     pf.add_argument("--no-parse", action="store_true", help="only obtain the files")
     pf.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
-    pf.set_defaults(func=cmd_fetch)
+    pf.set_defaults(func=_cmd_fetch)
     pv = sub.add_parser("verify", help="check local files against known sha256")
     pv.add_argument("name")
-    pv.set_defaults(func=cmd_verify)
+    pv.set_defaults(func=_cmd_verify)
     args = p.parse_args(argv)
     try:
         return args.func(args)

@@ -49,7 +49,21 @@ def cache_key(spec, digests) -> str:
 
 
 def entry_dir(home, spec, key: str) -> Path:
-    """Directory of one cache entry (it may not exist)."""
+    """Directory of one cache entry (it may not exist).
+
+    Parameters
+    ----------
+    home : path
+        Data home.
+    spec : DatasetSpec
+    key : str
+        From :func:`cache_key`.
+
+    Returns
+    -------
+    pathlib.Path
+        ``home/arrays/<dataset>/<key>``.
+    """
     return Path(home) / "arrays" / spec.name / key
 
 
@@ -163,7 +177,22 @@ class EntryWriter:
         self._app = {}
 
     def appenders(self, role: str, x_dtype, n_features: int, y_dtype):
-        """The (X, y) appenders of a role, created on first use."""
+        """The (X, y) appenders of a role, created on first use.
+
+        Parameters
+        ----------
+        role : {"all", "train", "test"}
+        x_dtype : numpy dtype
+            dtype of ``<role>_X.npy``.
+        n_features : int
+            Columns of X.
+        y_dtype : numpy dtype
+            dtype of ``<role>_y.npy``.
+
+        Returns
+        -------
+        (NpyAppender, NpyAppender)
+        """
         if role not in self._app:
             self._app[role] = (
                 NpyAppender(self.tmp / f"{role}_X.npy", x_dtype, (n_features,)),

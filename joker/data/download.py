@@ -43,7 +43,7 @@ def _fetch_into(url: str, part: Path, *, progress: bool, timeout, retries: int,
                 label: str) -> None:
     """Stream ``url`` into ``part``, resuming with Range after each cut."""
     import requests
-    from tqdm.auto import tqdm
+    from tqdm import tqdm
 
     last_error: Exception | None = None
     for _attempt in range(retries + 1):
@@ -52,7 +52,11 @@ def _fetch_into(url: str, part: Path, *, progress: bool, timeout, retries: int,
         try:
             with requests.get(url, stream=True, headers=headers, timeout=timeout) as r:
                 if r.status_code == 416 and pos:
-                    return  # nothing left to send: the part is complete
+                    total = r.headers.get("Content-Range", "").rpartition("/")[2]
+                    if total.isdigit() and int(total) == pos:
+                        return  # nothing left to send: the part is complete
+                    part.unlink()  # longer than the file: start again
+                    continue
                 r.raise_for_status()
                 if r.status_code == 206:
                     mode = "ab"

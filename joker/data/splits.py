@@ -72,6 +72,13 @@ def _check_size(what: str, n, available: int, name: str) -> int:
 def permutation_sizes(spec, n_rows: int) -> tuple:
     """Default (train, test) sizes of a permutation split of ``n_rows`` rows.
 
+    Parameters
+    ----------
+    spec : DatasetSpec
+        A ``permutation`` split (gives ``train_fraction``).
+    n_rows : int
+        Rows parsed.
+
     Returns
     -------
     (int, int)

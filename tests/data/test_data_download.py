@@ -102,3 +102,17 @@ def test_no_mirror_and_no_network_names_file_and_urls(http_server, closed_port,
     assert "data.txt for dataset 'dl-none'" in msg and "every URL failed" in msg
     assert urls[0] in msg and "ConnectionError" in msg
     assert urls[1] in msg and "404" in msg
+
+
+def test_complete_or_oversized_part(http_server, tmp_path):
+    http_server.route("/f.bin", PAYLOAD)
+    dest = tmp_path / "f.bin"
+    (tmp_path / "f.bin.part").write_bytes(PAYLOAD)  # complete: the server answers 416
+    download_file(http_server.url("/f.bin"), dest, sha256=SHA, progress=False)
+    assert dest.read_bytes() == PAYLOAD
+    dest.unlink()
+    (tmp_path / "f.bin.part").write_bytes(PAYLOAD + b"extra")  # longer: start again
+    download_file(http_server.url("/f.bin"), dest, sha256=SHA, progress=False)
+    assert dest.read_bytes() == PAYLOAD
+    assert [r for _, r in http_server.log] == [f"bytes={len(PAYLOAD)}-",
+                                              f"bytes={len(PAYLOAD) + 5}-", None]
