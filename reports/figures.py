@@ -43,14 +43,43 @@ class Figure:
     note: str = ""
 
 
-def _plain_log(ax, axis: str = "y", base: float = 10) -> None:
-    """Log scale on ``axis`` with plain tick labels (300, 1000, not 3x10^2)."""
-    from matplotlib.ticker import FuncFormatter, NullFormatter
+def _plain_log(ax, axis: str = "y", base: float = 10, values=None) -> None:
+    """Log scale on ``axis`` with plain tick labels (300, 1000, not 3x10^2).
+
+    When ``values`` span less than a factor 20 (often no power of ten in
+    range), a few round ticks are used instead, so the axis has labels.
+    """
+    from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
 
     getattr(ax, f"set_{axis}scale")("log", base=base)
     target = ax.xaxis if axis == "x" else ax.yaxis
-    target.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    plain = FuncFormatter(lambda v, _: f"{v:g}")
+    target.set_major_formatter(plain)
+    values = pd.Series(values, dtype=float).dropna() if values is not None else None
+    narrow = (values is not None and len(values) and values.min() > 0
+              and values.max() / values.min() < 20)
     target.set_minor_formatter(NullFormatter())
+    if base == 10 and narrow:  # within about a decade: a few round ticks
+        target.set_major_locator(MaxNLocator(nbins=4))
+        target.set_major_formatter(plain)
+
+
+def _zoom_past_start(ax, part: pd.DataFrame) -> None:
+    """Fit the y range to epochs after the first when the start dwarfs them.
+
+    The starting point (alpha = 0: dual 0, primal at theta = 0) is often
+    orders of magnitude away from the rest; the points stay in the data,
+    the axis says they are off scale.
+    """
+    later = part[part["epoch"] > part["epoch"].min()]["value"]
+    if later.empty:
+        return
+    lo, hi = later.min(), later.max()
+    pad = 0.1 * (hi - lo) or 0.05 * abs(hi) or 1.0
+    if part["value"].min() < lo - pad or part["value"].max() > hi + pad:
+        ax.set_ylim(lo - pad, hi + pad)
+        ax.text(0.98, 0.95, "first epoch off scale", transform=ax.transAxes,
+                ha="right", va="top", fontsize=8, color="0.4")
 
 
 def _hue_order(methods) -> list:
@@ -84,6 +113,7 @@ def fig_convergence(hist: pd.DataFrame):
     fig, axes = plt.subplots(len(datasets), 4, squeeze=False,
                              figsize=(16, 3.4 * len(datasets)))
     hue = _hue_order(data["method"])
+    palette = dict(zip(hue, sns.color_palette(n_colors=len(hue))))
     panels = [("objective", "seconds"), ("objective", "epoch"),
               ("gap", "seconds"), ("gap", "epoch")]
     for r, dataset in enumerate(datasets):
@@ -95,18 +125,29 @@ def fig_convergence(hist: pd.DataFrame):
                 ax.set_axis_off()
                 continue
             sns.lineplot(data=part, x=x, y="value", hue="method", hue_order=hue,
+                         palette=palette,
                          style="quantity" if what == "objective" else None,
+                         style_order=["primal", "dual"] if what == "objective" else None,
                          units="run_id", estimator=None, marker="o",
-                         markersize=3, ax=ax, legend=(r == 0 and c in (0, 2)))
+                         markersize=3, ax=ax, legend=False)
             if what == "gap":
                 ax.set_yscale("log")
+            else:
+                _zoom_past_start(ax, part)
             ax.set_xlabel("time (s)" if x == "seconds" else "epoch")
             ax.set_ylabel("relative duality gap" if what == "gap"
                           else "objective (primal, dual)")
             ax.set_title(f"{dataset}: {'gap' if what == 'gap' else 'primal / dual'}"
                          f" vs {'time' if x == 'seconds' else 'epochs'}")
-    fig.suptitle("Joker convergence (Figure 3 analogue)")
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], color=palette[m], label=m) for m in hue] + [
+        Line2D([], [], color="0.3", linestyle="-", label="primal"),
+        Line2D([], [], color="0.3", linestyle="--", label="dual")]
+    fig.suptitle("Joker convergence (Figure 3 analogue): one line per run")
     fig.tight_layout()
+    fig.legend(handles=handles, loc="center left", bbox_to_anchor=(1.0, 0.5),
+               frameon=False)
     return fig, data.reset_index(drop=True)
 
 
@@ -145,7 +186,7 @@ def fig_metric_memory(cells: pd.DataFrame):
                        facet_kws=dict(sharex=False, sharey=False))
     names = data.groupby("dataset")["metric_name"].first()
     for dataset, ax in grid.axes_dict.items():
-        _plain_log(ax, "x")
+        _plain_log(ax, "x", values=data.loc[data["dataset"] == dataset, "memory_mib"])
         ax.set_title(f"{dataset}")
         ax.set_ylabel(names[dataset])
         ax.set_xlabel("peak memory (MiB)")
@@ -182,7 +223,7 @@ def fig_time(runs: pd.DataFrame):
     sns.stripplot(data=data, x="dataset", y="fit_seconds", hue="method",
                   hue_order=hue, dodge=True, palette=["black"] * len(hue), size=3,
                   legend=False, ax=ax)
-    _plain_log(ax, "y")
+    _plain_log(ax, "y", values=data["fit_seconds"])
     ax.set_ylabel("training time (s)")
     ax.set_title("Training time per method (bars: mean, dots: runs)")
     sns.move_legend(ax, "upper left", bbox_to_anchor=(1, 1))

@@ -153,7 +153,8 @@ def cells(runs: pd.DataFrame) -> pd.DataFrame:
         :data:`QUANTITIES`, ``memory_kind``, ``converged`` (``yes``, ``no``,
         ``unknown``, ``no solution``), ``n_converged``, ``signal`` (the
         adapter's convergence signal, tag ``convergence.signal``), ``settings``
-        (``knob=value`` of the ``plan.*`` params), ``plan.*`` (values,
+        (``knob=value`` of the chosen ``plan.*`` knobs: M, block_size,
+        n_components first; budget bookkeeping left out), ``plan.*`` (values,
         ``/``-joined when they differ), ``seeds``, ``reasons``, ``run_ids``.
     """
     plan_cols = sorted(c for c in runs.columns if c.startswith("plan."))
@@ -177,7 +178,7 @@ def cells(runs: pd.DataFrame) -> pd.DataFrame:
         for col in plan_cols:
             row[col] = _joined(group[col])
         row["settings"] = " ".join(
-            f"{c[5:]}={row[c]}" for c in plan_cols if row[c] != "")
+            f"{c[5:]}={row[c]}" for c in _setting_order(plan_cols) if row[c] != "")
         row["seeds"] = _joined(group["seed"])
         row["reasons"] = "; ".join(_reasons(group))
         row["run_ids"] = ";".join(group["run_id"])
@@ -197,6 +198,20 @@ def natural_key(text) -> tuple:
     parts = re.split(r"(\d+(?:\.\d+)?)", str(text))
     return tuple((0, float(p), "") if i % 2 else (1, 0.0, p)
                  for i, p in enumerate(parts) if p)
+
+
+#: Plan knobs shown first in ``settings``; knobs naming the budget or the
+#: adapter's own memory estimate are bookkeeping, kept in the CSV only.
+SETTINGS_FIRST = ("plan.M", "plan.block_size", "plan.n_components")
+PLAN_BOOKKEEPING = ("budget", "est_")
+
+
+def _setting_order(plan_cols: list) -> list:
+    """The plan columns shown in ``settings``, the paper's knobs first."""
+    shown = [c for c in plan_cols
+             if not any(c[5:].startswith(w) for w in PLAN_BOOKKEEPING)]
+    return ([c for c in SETTINGS_FIRST if c in shown]
+            + [c for c in shown if c not in SETTINGS_FIRST])
 
 
 def _status_text(group: pd.DataFrame) -> str:
