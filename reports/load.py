@@ -80,7 +80,8 @@ class Selection:
         return (
             f"experiment '{self.experiment}': {self.n_trials} trial runs, "
             f"{len(self.runs)} used, {self.n_filtered} excluded by filters, "
-            f"{len(self.skipped)} not used (listed below)"
+            f"{len(self.skipped)} not used"
+            + (" (listed below)" if len(self.skipped) else "")
         )
 
 
