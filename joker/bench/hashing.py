@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any, Dict
 
@@ -22,7 +23,6 @@ from .paths import repo_root
 _NOT_HASHED = frozenset({"sweep"})
 
 
-@functools.lru_cache(maxsize=1)
 def code_version() -> str:
     """Return the code version string.
 
@@ -30,8 +30,16 @@ def code_version() -> str:
     -------
     str
         ``"<package version>+src.<12 hex digits>"``: the sha256 of the paths
-        and contents of every ``*.py`` under ``joker/`` and ``baselines/``.
+        and contents of every ``*.py`` under ``joker/`` and ``baselines/``;
+        or ``$JOKER_BENCH_CODE_VERSION`` when set.
     """
+    if os.environ.get("JOKER_BENCH_CODE_VERSION"):
+        return os.environ["JOKER_BENCH_CODE_VERSION"]
+    return _source_version()
+
+
+@functools.lru_cache(maxsize=1)
+def _source_version() -> str:
     root = repo_root()
     h = hashlib.sha256()
     for pkg in ("joker", "baselines"):

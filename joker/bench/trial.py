@@ -143,8 +143,8 @@ def make_budget(spec: Dict[str, Any], rss_now: int) -> Any:
     baselines.base.Budget or a stand-in with the same fields (bytes).
     """
     b = spec["budget"]
-    if b.get("host_mib") is not None:
-        host = max(0, int(b["host_mib"]) * MIB - rss_now)
+    if b.get("host_mib") is not None:  # at least 1 MiB: the peak will judge the trial
+        host = max(MIB, int(b["host_mib"]) * MIB - rss_now)
     else:
         import psutil
 
@@ -255,7 +255,9 @@ def convergence_metrics(conv: Dict[str, Any]) -> Dict[str, float]:
     -------
     dict
         Finite floats among ``dual_gap``, ``kkt_residual``, ``primal``,
-        ``dual``, ``n_epochs``, ``converged`` (1/0).
+        ``dual``, ``n_epochs``, ``converged`` (1/0) and ``convergence_final``
+        (the last value of the method's own signal, ``conv["final"]``).
+        ``dual_gap`` is also read from ``final`` when the signal is a gap.
     """
     hist = conv.get("history") or []
     last = hist[-1] if hist and isinstance(hist[-1], dict) else {}
@@ -267,6 +269,8 @@ def convergence_metrics(conv: Dict[str, Any]) -> Dict[str, float]:
         "n_epochs": ("n_epochs", "epoch"),
     }
     out: Dict[str, float] = {}
+    if "gap" in str(conv.get("signal", "")).lower() and conv.get("dual_gap") is None:
+        conv = {**conv, "dual_gap": conv.get("final")}  # Joker: the signal is the gap
     for metric, names in keys.items():
         value = conv.get(names[0])
         if value is None:
@@ -282,6 +286,12 @@ def convergence_metrics(conv: Dict[str, Any]) -> Dict[str, float]:
             out[metric] = value
     if conv.get("converged") is not None:
         out["converged"] = 1.0 if conv["converged"] else 0.0
+    try:  # every method's own signal (Falkon's training error, SVM gap, ...)
+        final = float(conv.get("final"))
+        if math.isfinite(final):
+            out["convergence_final"] = final
+    except (TypeError, ValueError):
+        pass
     return out
 
 

@@ -1,0 +1,33 @@
+"""Helpers of the harness tests: read what a sweep recorded."""
+
+from mlflow.tracking import MlflowClient
+
+
+def trial_runs(uri, experiment, finished_only=False):
+    """Child (trial) runs of an experiment: runs with a ``method`` tag."""
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.get_experiment_by_name(experiment)
+    assert exp is not None, f"no experiment {experiment!r} in {uri}"
+    runs = client.search_runs([exp.experiment_id], max_results=5000)
+    runs = [r for r in runs if "method" in r.data.tags]
+    if finished_only:
+        runs = [r for r in runs if r.info.status == "FINISHED"]
+    return runs
+
+
+def by_method(runs):
+    """``{method: run}`` (asserts one run per method)."""
+    out = {}
+    for r in runs:
+        m = r.data.tags["method"]
+        assert m not in out, f"two runs for {m}"
+        out[m] = r
+    return out
+
+
+def parent_runs(uri, experiment):
+    """Parent (multirun) runs of an experiment."""
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.get_experiment_by_name(experiment)
+    runs = client.search_runs([exp.experiment_id], max_results=1000)
+    return [r for r in runs if r.data.tags.get("joker_bench.kind") == "multirun"]

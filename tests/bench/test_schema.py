@@ -1,0 +1,114 @@
+"""Composition of the typed configs and their resolution into a trial spec."""
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.errors import ConfigCompositionException
+from omegaconf.errors import OmegaConfBaseException
+
+from joker.bench.paths import conf_dir, export_conf_env, sweeps_dir
+from joker.bench.schema import ConfigError, parse_sigma, register_configs, resolve_trial
+from joker.bench.seeds import derive_seed
+
+export_conf_env()
+register_configs()
+
+METHODS = ["joker-exact", "joker-inexact", "falkon", "logfalkon", "eigenpro3", "thundersvm", "libsvm"]
+
+
+def _compose(name="smoke", overrides=()):
+    with initialize_config_dir(config_dir=str(sweeps_dir()), version_base="1.3"):
+        return compose(config_name=name, overrides=list(overrides))
+
+
+def test_every_group_option_composes():
+    with initialize_config_dir(config_dir=str(sweeps_dir()), version_base="1.3"):
+        for ds in ("hepc", "higgs-head", "ijcnn1", "skin", "a9a"):
+            for m in METHODS:
+                spec = resolve_trial(compose("table4", [f"dataset={ds}", f"method={m}"]))
+                assert spec["dataset"]["name"] == ds and spec["method"]["name"] == m
+        for b in ("cpu-1g", "cpu-4g", "cpu-16g", "gpu-2g", "gpu-10g", "unlimited"):
+            assert resolve_trial(compose("smoke", [f"budget={b}"]))["budget"]["name"] == b
+
+
+def test_group_listing_has_no_test_hooks():
+    names = {p.stem for p in (conf_dir() / "method").glob("*.yaml")}
+    assert names == set(METHODS)
+    assert not any(p.name.startswith("_") for p in conf_dir().rglob("*.yaml"))
+
+
+@pytest.mark.parametrize("override", [
+    "dataset.sigmaa=1.0",            # misspelt key
+    "budget.host_mib=lots",          # wrong type
+    "dataset.task=regresion",        # not a Task
+    "method.dtype=float16",          # not a DType
+    "threads=two",
+    "method=jokr-exact",             # no such option
+])
+def test_typos_and_wrong_types_are_rejected_at_compose_time(override):
+    with pytest.raises((ConfigCompositionException, OmegaConfBaseException)):
+        _compose("smoke", [override])
+
+
+def test_sizes_follow_scale_and_explicit_sizes_win():
+    spec = resolve_trial(_compose("smoke", ["dataset=hepc"]))
+    assert (spec["dataset"]["n_train"], spec["dataset"]["n_test"]) == (5000, 1000)
+    spec = resolve_trial(_compose("table4", ["dataset=hepc"]))
+    assert spec["scale"] == "local" and spec["dataset"]["n_train"] == 20000
+    spec = resolve_trial(_compose("table4", ["dataset=hepc", "scale=paper"]))
+    assert spec["dataset"]["n_train"] is None
+    spec = resolve_trial(_compose("smoke", ["dataset=hepc", "dataset.n_train=123"]))
+    assert spec["dataset"]["n_train"] == 123 and spec["dataset"]["n_test"] == 1000
+
+
+def test_loss_defaults_per_task():
+    assert resolve_trial(_compose("smoke", ["dataset=hepc", "method=joker-exact"]))["method"]["loss"] == "squared"
+    assert resolve_trial(_compose("smoke", ["dataset=higgs-head", "method=joker-exact"]))["method"]["loss"] == "squared_hinge"
+    assert resolve_trial(_compose("smoke", ["dataset=higgs-head", "method=libsvm"]))["method"]["loss"] == "hinge"
+    assert resolve_trial(_compose("smoke", ["dataset=hepc", "method=libsvm"]))["method"]["loss"] == "epsilon_insensitive"
+    assert resolve_trial(_compose("smoke", ["dataset=hepc", "method=logfalkon"]))["method"]["loss"] is None
+    assert resolve_trial(_compose("smoke", ["method=joker-exact", "method.loss=logistic"]))["method"]["loss"] == "logistic"
+
+
+def test_setting_precedence_method_dataset_sweep():
+    cfg = _compose("smoke", [
+        "method=joker-inexact",
+        "+dataset.methods.joker-inexact.options.n_components=512",
+        "+dataset.methods.joker-inexact.lam=0.5",
+    ])
+    spec = resolve_trial(cfg)
+    # sweep-wide settings (smoke.yaml) win over the dataset's, which win over the method's
+    assert spec["method"]["options"]["n_components"] == 1024
+    assert spec["method"]["options"]["max_epochs"] == 20
+    assert spec["method"]["options"]["tol"] == 1e-3
+    assert spec["lam"] == 0.5
+
+
+def test_unknown_setting_key_is_an_error():
+    cfg = _compose("smoke", ["method=libsvm", "+settings.libsvm.optoins.C=1"])
+    with pytest.raises(ConfigError, match="unknown keys"):
+        resolve_trial(cfg)
+
+
+def test_sigma_values():
+    assert parse_sigma("median") == "median" and parse_sigma(2) == 2.0
+    assert resolve_trial(_compose("smoke", ["dataset=a9a"]))["sigma"] == "median"
+    assert resolve_trial(_compose("smoke", ["dataset=hepc"]))["sigma"] == 3.9086
+    for bad in ("medain", -1.0, 0, float("nan"), True):
+        with pytest.raises(ConfigError):
+            parse_sigma(bad)
+
+
+def test_seeds_derived_per_trial_and_shared_data_seed():
+    a = resolve_trial(_compose("smoke", ["method=libsvm", "repetition=1", "seed=7"]))
+    b = resolve_trial(_compose("smoke", ["method=joker-exact", "repetition=1", "seed=7"]))
+    assert a["seed"] == derive_seed(7, "higgs-head", "libsvm", 1) != b["seed"]
+    assert a["data_seed"] == b["data_seed"] == 8  # same rows for every method of a repetition
+    assert derive_seed(0, "x", "y", 0) == derive_seed(0, "x", "y", 0)
+    assert derive_seed(0, "x", "y", 0) != derive_seed(1, "x", "y", 0)
+
+
+def test_table4_dataset_list_follows_scale():
+    with initialize_config_dir(config_dir=str(sweeps_dir()), version_base="1.3"):
+        cfg = compose("table4", overrides=[], return_hydra_config=True)
+    assert cfg.hydra.sweeper.params.dataset == cfg.datasets.local
+    assert set(cfg.hydra.sweeper.params.method.split(",")) == set(METHODS)

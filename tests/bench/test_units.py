@@ -1,0 +1,101 @@
+"""Small parts of the harness: metrics, status rules, hashing, summaries."""
+
+import signal
+
+import numpy as np
+import pytest
+
+from joker.bench import hashing, scoring, summary
+from joker.bench.meters import MIB
+from joker.bench.runner import Outcome, classify, thread_env
+
+
+def test_auc_matches_scikit_learn_with_ties():
+    from sklearn.metrics import f1_score, roc_auc_score
+
+    rng = np.random.default_rng(0)
+    y = rng.choice([-1.0, 1.0], 500)
+    s = np.round(y * 0.5 + rng.standard_normal(500), 1)  # many ties
+    assert scoring.binary_auc(y == 1, s) == pytest.approx(roc_auc_score(y == 1, s), abs=1e-12)
+    pred = np.where(s > 0, 1.0, -1.0)
+    m = scoring.classification_metrics(y, pred, s)
+    assert m["test_f1"] == pytest.approx(f1_score(y, pred, pos_label=1.0))
+    assert m["test_accuracy"] == pytest.approx(np.mean(y == pred))
+    assert np.isnan(scoring.binary_auc(np.ones(3, bool), np.arange(3.0)))
+
+
+def test_regression_metrics():
+    m = scoring.regression_metrics(np.array([1.0, 2.0, 2.0]), np.array([1.0, 2.0, 4.0]))
+    assert m["test_mse"] == pytest.approx(4 / 3)
+    assert m["test_rmse"] == pytest.approx(np.sqrt(4 / 3))
+    assert m["test_rel_error"] == pytest.approx(2 / 3)
+
+
+def test_classify_precedence():
+    ok = {"status": "ok", "reason": "", "metrics": {}}
+    assert classify(Outcome(result=ok, peak_rss_bytes=100 * MIB), 200 * MIB, None)["status"] == "ok"
+    v = classify(Outcome(result=ok, peak_rss_bytes=300 * MIB), 200 * MIB, None)
+    assert v["status"] == "over_budget" and "300 MiB > host budget 200 MiB" in v["reason"]
+    v = classify(Outcome(result=ok, peak_gpu_bytes=3 * MIB), None, 2 * MIB)
+    assert v["status"] == "over_budget" and "GPU" in v["reason"]
+    v = classify(Outcome(killed_for="timeout", kill_reason="wall-clock limit of 5 s reached",
+                         progress={"phase": "fit"}), None, None)
+    assert v == {"status": "timeout", "reason": "wall-clock limit of 5 s reached (during fit)"}
+    v = classify(Outcome(signal=signal.SIGSEGV, stderr_tail="x\nSegmentation fault\n"), None, None)
+    assert v["status"] == "error" and "SIGSEGV" in v["reason"] and "Segmentation fault" in v["reason"]
+    v = classify(Outcome(signal=signal.SIGKILL, min_available_bytes=100 * MIB), None, None)
+    assert v["status"] == "oom" and "SIGKILL" in v["reason"]
+    v = classify(Outcome(exit_code=1, stderr_tail="ImportError: no module x"), None, None)
+    assert v["status"] == "error" and "code 1" in v["reason"] and "ImportError" in v["reason"]
+    err = {"status": "error", "reason": "boom"}
+    assert classify(Outcome(result=err, peak_rss_bytes=10**12), MIB, None) == err
+
+
+def test_thread_env_is_identical_for_every_method():
+    env = thread_env(3, base={"PATH": "/bin", "OMP_NUM_THREADS": "64"})
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        assert env[var] == "3"
+    assert env["OMP_WAIT_POLICY"] == "PASSIVE" and env["PATH"] == "/bin"
+
+
+def test_config_hash_depends_on_spec_and_code_not_sweep_name(monkeypatch):
+    spec = {"sweep": "a", "seed": 1, "method": {"name": "m", "options": {"x": 1}}}
+    h = hashing.config_hash(spec, "v1")
+    assert h == hashing.config_hash({**spec, "sweep": "b"}, "v1")
+    assert h != hashing.config_hash(spec, "v2")
+    assert h != hashing.config_hash({**spec, "method": {"name": "m", "options": {"x": 2}}}, "v1")
+    assert hashing.code_version().startswith("0.1.0+src.") or hashing.code_version()
+    monkeypatch.setenv("JOKER_BENCH_CODE_VERSION", "pinned")
+    assert hashing.code_version() == "pinned"
+
+
+def test_summary_line_and_table():
+    s = {"method": "libsvm", "dataset": "ijcnn1", "status": "ok", "metric": "test_accuracy",
+         "value": 0.9841, "fit_seconds": 12.04, "peak_rss_mib": 385.2}
+    line = summary.format_line(s, 3, 14)
+    assert line.startswith("[  3/14] libsvm") and "accuracy=98.41%" in line
+    assert "fit 12.04 s" in line and "385 MiB" in line
+    bad = {**s, "status": "timeout", "reason": "wall-clock limit", "value": None}
+    assert summary.format_line(bad).endswith("wall-clock limit")
+    assert "2 trials: 1 ok, 1 timeout" in summary.table([s, bad])
+
+
+def test_count_jobs_cli_overrides_win_over_sweeper_params():
+    from omegaconf import OmegaConf
+
+    from joker.bench.callbacks import count_jobs
+
+    cfg = OmegaConf.create({"hydra": {
+        "sweeper": {"params": {"dataset": "a,b", "method": "x,y,z"}},
+        "overrides": {"task": ["method=x", "repetition=0,1,2", "budget=cpu-1g"]},
+    }})
+    assert count_jobs(cfg) == 6
+
+
+def test_import_joker_does_not_import_the_harness():
+    import subprocess
+    import sys
+
+    code = "import sys, joker; print(any(m.startswith('joker.bench') for m in sys.modules), 'mlflow' in sys.modules, 'hydra' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False", "False"]
