@@ -44,6 +44,7 @@ __all__ = [
     "LOSSES",
     "MIB",
     "TASKS",
+    "blas_threads",
     "capture_output",
     "torch_threads",
 ]
@@ -173,6 +174,20 @@ def libc_flush() -> None:
         ctypes.CDLL(None).fflush(None)
     except Exception:  # pragma: no cover - platform without a C library handle
         pass
+
+
+@contextlib.contextmanager
+def blas_threads(n_threads: int) -> Iterator[None]:
+    """Limit the BLAS and OpenMP thread pools (threadpoolctl) to ``n_threads`` for a block.
+
+    Every adapter fits and predicts under this limit, so ``n_threads`` means
+    the same for every method; an unlimited pool on a loaded 2-core machine
+    made SciPy's ``eigh`` (EigenPro3's preconditioner) 30x slower.
+    """
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=int(n_threads)):
+        yield
 
 
 @contextlib.contextmanager
@@ -442,7 +457,8 @@ class Adapter:
         self._upstream_log = []
         self.n_train_ = X.shape[0]
         try:
-            self._fit(X, target)
+            with blas_threads(self.n_threads):
+                self._fit(X, target)
         except AdapterError:
             raise
         except MemoryError as exc:
@@ -475,7 +491,8 @@ class Adapter:
         """
         self._require_fitted()
         X = self._check_X(X, fitting=False)
-        scores = np.asarray(self._decision(X), dtype=np.float64)
+        with blas_threads(self.n_threads):
+            scores = np.asarray(self._decision(X), dtype=np.float64)
         if not np.all(np.isfinite(scores)):
             raise DivergedError(f"{self.name}: non-finite decision values at prediction time")
         return scores
@@ -584,6 +601,8 @@ class Adapter:
         if not np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.complexfloating):
             raise ValueError(f"X must be real numbers, got dtype {arr.dtype}")
         arr = np.ascontiguousarray(arr, dtype=np.dtype(self.dtype))
+        if not arr.flags.writeable:  # torch.from_numpy and some libraries need writable buffers
+            arr = arr.copy()
         if not np.all(np.isfinite(arr)):
             raise ValueError(f"X contains NaN or infinite values (in {self.dtype})")
         if not fitting and self.n_features_in_ is not None and arr.shape[1] != self.n_features_in_:
@@ -626,7 +645,8 @@ class Adapter:
         rows = np.arange(X.shape[0])
         if X.shape[0] > CHECK_ROWS:
             rows = np.sort(np.random.default_rng(self.seed).choice(X.shape[0], CHECK_ROWS, replace=False))
-        scores = np.asarray(self._decision(X[rows]), dtype=np.float64)
+        with blas_threads(self.n_threads):
+            scores = np.asarray(self._decision(X[rows]), dtype=np.float64)
         if not np.all(np.isfinite(scores)):
             self._fail_diverged("non-finite decision values on the training set")
         if not (self.check_divergence and self.options.get("check_divergence", True)):

@@ -70,15 +70,17 @@ class JokerAdapter(Adapter):
     max_block_size : int, default 1024
     tol : float, default 1e-3
         Relative duality gap to stop at (Joker's ``tol``).
+    kkt_tol : float or None, default None
+        KKT residual to stop at (None: Joker's default).
     max_epochs : int, default 100
     max_time : float or None, default None
         Seconds.
     epsilon : float, default 0.1
-        SVR tube half-width.
+        SVR tube half-width (regression only).
     delta : float, default 1.0
-        Huber threshold.
+        Huber threshold (regression only).
     odm_theta, odm_upsilon : float or None, default None
-        ODM margin parameters (passed only when set).
+        ODM margin parameters (classification only; passed when set).
     solver_options : dict or None, default None
         Extra ``joker.solver.SolverOptions`` fields.
     """
@@ -90,8 +92,8 @@ class JokerAdapter(Adapter):
     kernels = ("gaussian", "laplacian")
     devices = ("cpu", "cuda")
     common_options: dict[str, Any] = {"block_size": None, "max_block_size": 1024, "tol": 1e-3, "max_epochs": 100,
-                                      "max_time": None, "epsilon": 0.1, "delta": 1.0, "odm_theta": None,
-                                      "odm_upsilon": None, "solver_options": None}
+                                      "max_time": None, "kkt_tol": None, "epsilon": 0.1, "delta": 1.0,
+                                      "odm_theta": None, "odm_upsilon": None, "solver_options": None}
     signal = "relative duality gap (with the KKT residual)"
 
     def _estimator_kwargs(self) -> dict[str, Any]:
@@ -99,10 +101,12 @@ class JokerAdapter(Adapter):
         kwargs: dict[str, Any] = dict(
             loss=self.loss, kernel=self.kernel, sigma=self.sigma, lam=self.lam,
             n_components=self.plan_.get("n_components"), block_size=self.plan_["block_size"],
-            tol=o["tol"], max_epochs=o["max_epochs"], max_time=o["max_time"], epsilon=o["epsilon"],
-            delta=o["delta"], device=self.device, dtype=self.dtype, random_state=self.seed,
+            tol=o["tol"], max_epochs=o["max_epochs"], max_time=o["max_time"], device=self.device,
+            dtype=self.dtype, random_state=self.seed,
         )
-        for key in ("odm_theta", "odm_upsilon", "solver_options"):
+        # JokerRegressor takes epsilon/delta, JokerClassifier the ODM parameters.
+        own = ("epsilon", "delta") if self.task == "regression" else ("odm_theta", "odm_upsilon")
+        for key in own + ("kkt_tol", "solver_options"):
             if o[key] is not None:
                 kwargs[key] = o[key]
         return kwargs

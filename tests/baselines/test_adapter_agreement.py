@@ -1,0 +1,104 @@
+"""Conversions verified by agreement, not by reading (sigma -> gamma, lam -> C, lam -> Falkon penalty).
+
+All on the first 1,000 training rows of the contract problem (HIGGS head,
+standardised, median-heuristic sigma), predictions on its 500 test rows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from adapterutil import require
+from joker.bench.methods import get_adapter
+
+N = 1000
+LAM = 1.0
+
+
+@pytest.fixture(scope="module")
+def problem(higgs):
+    return higgs.Xtr[:N], higgs.ytr[:N], higgs.Xte, higgs.yte, higgs.sigma
+
+
+@pytest.fixture(scope="module")
+def kernel_ridge(problem):
+    """scikit-learn KernelRidge(alpha=lam, kernel="rbf", gamma=1/(2 sigma^2)): (K + lam I)^-1 y."""
+    from sklearn.kernel_ridge import KernelRidge
+
+    X, y, X_test, _, sigma = problem
+    return KernelRidge(alpha=LAM, kernel="rbf", gamma=1.0 / (2 * sigma**2)).fit(X, y).predict(X_test)
+
+
+def test_joker_exact_krr_matches_kernel_ridge(problem, kernel_ridge):
+    require("joker-exact")
+    X, y, X_test, _, sigma = problem
+    adapter = get_adapter("joker-exact", task="regression", loss="squared", sigma=sigma, lam=LAM,
+                          tol=1e-10, max_epochs=500).fit(X, y)
+    np.testing.assert_allclose(adapter.predict(X_test), kernel_ridge, rtol=0, atol=1e-4)
+
+
+def test_falkon_with_m_equal_n_matches_kernel_ridge(problem, kernel_ridge):
+    """penalty = lam / n: with M = n Falkon solves (K + lam I) alpha = y."""
+    require("falkon")
+    X, y, X_test, _, sigma = problem
+    adapter = get_adapter("falkon", task="regression", loss="squared", sigma=sigma, lam=LAM, M=N).fit(X, y)
+    assert adapter.plan_["M"] == N
+    np.testing.assert_allclose(adapter.predict(X_test), kernel_ridge, rtol=0, atol=1e-4)
+
+
+def test_logfalkon_with_m_equal_n_matches_joker_klr(problem):
+    """LogisticFalkon's penalty lam / n against Joker's KLR (lam/2)||f||^2 + sum log(1 + exp(-y f))."""
+    require("logfalkon")
+    require("joker-exact")
+    X, y, X_test, _, sigma = problem
+    joker = get_adapter("joker-exact", task="binary", loss="logistic", sigma=sigma, lam=LAM, tol=1e-10,
+                        max_epochs=500).fit(X, y)
+    falkon = get_adapter("logfalkon", task="binary", loss="logistic", sigma=sigma, lam=LAM, M=N,
+                         final_steps=6).fit(X, y)
+    reference = joker.decision_function(X_test)
+    assert np.abs(reference).max() > 0.5  # a problem where a wrong factor of 2 would show
+    np.testing.assert_allclose(falkon.decision_function(X_test), reference, rtol=0, atol=1e-3)
+
+
+@pytest.mark.parametrize("lam", [1.0, 0.1])
+def test_thundersvm_agrees_with_libsvm(problem, lam):
+    """Same C = 1/lam and gamma = 1/(2 sigma^2): accuracy within 0.5 points, SV counts within 1%."""
+    require("thundersvm")
+    X, y, X_test, y_test, sigma = problem
+    common = dict(task="binary", loss="hinge", sigma=sigma, lam=lam)
+    libsvm = get_adapter("libsvm", **common).fit(X, y)
+    thunder = get_adapter("thundersvm", **common).fit(X, y)
+    acc_libsvm = np.mean(libsvm.predict(X_test) == y_test)
+    acc_thunder = np.mean(thunder.predict(X_test) == y_test)
+    assert abs(acc_libsvm - acc_thunder) <= 0.005
+    n_libsvm, n_thunder = libsvm.n_support_vectors_, thunder.n_support_vectors_
+    assert abs(n_libsvm - n_thunder) <= 0.01 * n_libsvm, (n_libsvm, n_thunder)
+    # same decision function up to ThunderSVM's float32 and its tolerance
+    np.testing.assert_allclose(thunder.decision_function(X_test), libsvm.decision_function(X_test), atol=1e-2)
+
+
+@pytest.mark.parametrize("method", ["falkon", "eigenpro3"])
+def test_upstream_gaussian_kernel_uses_the_benchmark_sigma(method, problem):
+    """Falkon's GaussianKernel(sigma) and EigenPro3's gaussian(bandwidth=sigma) equal exp(-||x-z||^2/(2 sigma^2))."""
+    require(method)
+    import torch
+    from sklearn.metrics.pairwise import rbf_kernel
+
+    X, _, X_test, _, sigma = problem
+    A, B = X[:200].copy(), X_test[:100].copy()  # writable, for torch.from_numpy
+    expected = rbf_kernel(A, B, gamma=1.0 / (2 * sigma**2))
+    if method == "falkon":
+        from falkon import FalkonOptions
+        from falkon.kernels import GaussianKernel
+
+        kernel = GaussianKernel(sigma=sigma, opt=FalkonOptions(use_cpu=True, keops_active="no"))
+        got = kernel(torch.from_numpy(A), torch.from_numpy(B)).numpy()
+    else:
+        from baselines.eigenpro3 import import_eigenpro3
+
+        import_eigenpro3()
+        from eigenpro3.kernels import gaussian
+
+        got = gaussian(torch.from_numpy(A), torch.from_numpy(B), bandwidth=sigma).numpy()
+    np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-12)
