@@ -20,6 +20,7 @@ max_iter``: stopped; otherwise it stopped because ``diff`` stalled).
 
 from __future__ import annotations
 
+import importlib
 import math
 import re
 from typing import Any
@@ -108,12 +109,12 @@ class ThunderSVMAdapter(Adapter):
         return {"max_mem_size_mib": int(mem), "n_jobs": self.n_threads, "est_bytes": int(fixed + mem * MIB)}
 
     def _fit(self, X: np.ndarray, target: np.ndarray) -> None:
-        from thundersvm import SVC, SVR
-        from thundersvm.thundersvm import KERNEL_TYPE
-
+        # ``thundersvm.thundersvm`` as an attribute is the package's CDLL handle: take the module itself.
+        upstream = importlib.import_module("thundersvm.thundersvm")
+        SVC, SVR = upstream.SVC, upstream.SVR
         upstream_kernel = _KERNELS[self.kernel]
-        if upstream_kernel not in KERNEL_TYPE:  # ThunderSVM would call exit()
-            raise AdapterError(f"thundersvm: kernel {upstream_kernel!r} is not one of {KERNEL_TYPE}")
+        if upstream_kernel not in upstream.KERNEL_TYPE:  # ThunderSVM would call exit()
+            raise AdapterError(f"thundersvm: kernel {upstream_kernel!r} is not one of {upstream.KERNEL_TYPE}")
         common = dict(
             kernel=upstream_kernel,
             gamma=rbf_gamma(self.sigma),
