@@ -180,7 +180,8 @@ def markdown(frame: pd.DataFrame) -> str:
     """A frame as a GitHub pipe table (tabulate); '(none)' when empty."""
     if frame.empty:
         return "(none)\n"
-    return frame.to_markdown(index=False, tablefmt="pipe") + "\n"
+    return frame.to_markdown(index=False, tablefmt="pipe",
+                             disable_numparse=True) + "\n"
 
 
 _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$",

@@ -178,7 +178,8 @@ def cells(runs: pd.DataFrame) -> pd.DataFrame:
         for col in plan_cols:
             row[col] = _joined(group[col])
         row["settings"] = " ".join(
-            f"{c[5:]}={row[c]}" for c in _setting_order(plan_cols) if row[c] != "")
+            f"{c[5:]}={_short(row[c])}" for c in _setting_order(plan_cols)
+            if row[c] != "")
         row["seeds"] = _joined(group["seed"])
         row["reasons"] = "; ".join(_reasons(group))
         row["run_ids"] = ";".join(group["run_id"])
@@ -207,11 +208,21 @@ PLAN_BOOKKEEPING = ("budget", "est_")
 
 
 def _setting_order(plan_cols: list) -> list:
-    """The plan columns shown in ``settings``, the paper's knobs first."""
+    """The plan columns shown in ``settings``, the paper's knobs first.
+
+    Left out: the budget's own name and size and the adapters' memory
+    estimates (``budget*``, ``est_*``, ``*_bytes``); the CSV keeps them.
+    """
     shown = [c for c in plan_cols
-             if not any(c[5:].startswith(w) for w in PLAN_BOOKKEEPING)]
+             if not any(c[5:].startswith(w) for w in PLAN_BOOKKEEPING)
+             and not c.endswith("_bytes")]
     return ([c for c in SETTINGS_FIRST if c in shown]
             + [c for c in shown if c not in SETTINGS_FIRST])
+
+
+def _short(text: str, width: int = 28) -> str:
+    """``text`` cut to ``width`` characters with an ellipsis."""
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _status_text(group: pd.DataFrame) -> str:
