@@ -192,9 +192,10 @@ class BenchConfig:
         Wall-clock limit of one trial in seconds (data load included).
     settings : dict
         Sweep-wide per-method settings ``{method: {options: ..., ...}}``.
-    datasets : dict
-        Named comma-separated dataset lists per scale that sweep files may
-        use in ``hydra.sweeper.params``.
+    presets : dict
+        Named blocks a sweep file interpolates from, e.g. per scale
+        ``presets.<scale>.datasets`` (a comma-separated list for
+        ``hydra.sweeper.params``) and ``presets.<scale>.settings``.
     """
 
     sweep: str = "custom"
@@ -210,7 +211,7 @@ class BenchConfig:
     budget: BudgetConfig = MISSING
     mlflow: MlflowConfig = field(default_factory=MlflowConfig)
     settings: Dict[str, Any] = field(default_factory=dict)
-    datasets: Dict[str, str] = field(default_factory=dict)
+    presets: Dict[str, Any] = field(default_factory=dict)
 
 
 #: Keys a per-method setting (``dataset.methods[m]``, ``settings[m]``) may carry.
@@ -328,6 +329,13 @@ def resolve_trial(cfg: Any) -> Dict[str, Any]:
     ConfigError
         On an inconsistent config (bad sigma, unknown per-method key, ...).
     """
+    try:
+        from omegaconf import DictConfig, OmegaConf
+
+        if isinstance(cfg, DictConfig) and "hydra" in cfg:  # composed with its hydra node
+            cfg = OmegaConf.masked_copy(cfg, [k for k in cfg.keys() if k != "hydra"])
+    except ImportError:  # pragma: no cover
+        pass
     c = _plain(cfg)
     c.pop("hydra", None)
     ds = c["dataset"]

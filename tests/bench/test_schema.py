@@ -22,7 +22,7 @@ def _compose(name="smoke", overrides=()):
 
 def test_every_group_option_composes():
     with initialize_config_dir(config_dir=str(sweeps_dir()), version_base="1.3"):
-        for ds in ("hepc", "higgs-head", "ijcnn1", "skin", "a9a"):
+        for ds in ("hepc", "higgs-head", "ijcnn1", "skin", "a9a", "msd", "susy", "higgs", "cifar5m"):
             for m in METHODS:
                 spec = resolve_trial(compose("table4", [f"dataset={ds}", f"method={m}"]))
                 assert spec["dataset"]["name"] == ds and spec["method"]["name"] == m
@@ -110,5 +110,16 @@ def test_seeds_derived_per_trial_and_shared_data_seed():
 def test_table4_dataset_list_follows_scale():
     with initialize_config_dir(config_dir=str(sweeps_dir()), version_base="1.3"):
         cfg = compose("table4", overrides=[], return_hydra_config=True)
-    assert cfg.hydra.sweeper.params.dataset == cfg.datasets.local
+    assert cfg.hydra.sweeper.params.dataset == "hepc,higgs-head,ijcnn1,skin,a9a"
     assert set(cfg.hydra.sweeper.params.method.split(",")) == set(METHODS)
+    with initialize_config_dir(config_dir=str(sweeps_dir()), version_base="1.3"):
+        cfg = compose("table4", overrides=["scale=paper", "method=joker-exact"], return_hydra_config=True)
+    assert cfg.hydra.sweeper.params.dataset == "hepc,msd,susy,higgs,cifar5m"
+    spec = resolve_trial(cfg)
+    assert spec["timeout_s"] == 14400 and spec["method"]["dtype"] == "float32"
+    assert spec["dataset"]["n_train"] is None
+
+
+def test_table4_local_caps_falkon():
+    spec = resolve_trial(_compose("table4", ["dataset=skin", "method=falkon"]))
+    assert spec["method"]["options"]["M"] == 2000 and spec["timeout_s"] == 600

@@ -1,0 +1,87 @@
+"""End to end: the smoke sweep on real data (HIGGS head, HEPC), every method."""
+
+import pytest
+
+from benchutil import parent_runs, trial_runs
+
+pytestmark = pytest.mark.slow
+
+METHODS = {"joker-exact", "joker-inexact", "falkon", "logfalkon", "eigenpro3", "thundersvm", "libsvm"}
+STATUSES = {"ok", "skipped", "timeout", "oom", "over_budget", "diverged", "error"}
+
+
+@pytest.fixture(scope="module")
+def runs(smoke_store):
+    return trial_runs(smoke_store, "smoke")
+
+
+def test_every_dataset_method_pair_recorded_once(runs, smoke_store):
+    pairs = [(r.data.tags["dataset"], r.data.tags["method"]) for r in runs]
+    assert sorted(pairs) == sorted((d, m) for d in ("higgs-head", "hepc") for m in METHODS)
+    assert all(r.info.status == "FINISHED" for r in runs)
+    assert all(r.data.tags["status"] in STATUSES for r in runs)
+    (parent,) = parent_runs(smoke_store, "smoke")
+    assert parent.info.status == "FINISHED"
+
+
+def test_smoke_is_real_data_with_the_smoke_sizes(runs):
+    ok = [r for r in runs if r.data.tags["status"] == "ok"]
+    for r in ok:
+        m = r.data.metrics
+        if r.data.tags["dataset"] == "higgs-head":
+            assert (m["n_train"], m["n_test"], m["n_features"]) == (2000, 500, 28)
+        else:
+            assert (m["n_train"], m["n_test"], m["n_features"]) == (5000, 1000, 10)
+
+
+def test_reference_methods_succeed_with_sane_metrics(runs):
+    got = {(r.data.tags["dataset"], r.data.tags["method"]): r for r in runs}
+    for method in ("joker-exact", "joker-inexact", "libsvm", "thundersvm"):
+        higgs = got[("higgs-head", method)]
+        assert higgs.data.tags["status"] == "ok", (method, higgs.data.tags["reason"])
+        assert higgs.data.metrics["test_accuracy"] > 0.58
+        assert 0.5 < higgs.data.metrics["test_auc"] <= 1
+        hepc = got[("hepc", method)]
+        assert hepc.data.tags["status"] == "ok", (method, hepc.data.tags["reason"])
+        assert 0 < hepc.data.metrics["test_rmse"] < 0.5  # kW; the mean predictor is ~1.06
+    assert got[("hepc", "logfalkon")].data.tags["status"] == "skipped"
+    for (ds, method), r in got.items():
+        if r.data.tags["status"] == "skipped":
+            assert r.data.tags["skip_reason"], (ds, method)
+        if r.data.tags["status"] != "ok":
+            assert r.data.tags["reason"], (ds, method)
+
+
+def test_joker_certificates_and_history_recorded(runs, smoke_store):
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=smoke_store)
+    for r in runs:
+        if not r.data.tags["method"].startswith("joker") or r.data.tags["status"] != "ok":
+            continue
+        m = r.data.metrics
+        for key in ("dual_gap", "kkt_residual", "primal", "dual", "n_epochs", "converged"):
+            assert key in m, (r.data.tags["method"], key)
+        assert "plan.block_size" in r.data.params
+        curve = client.get_metric_history(r.info.run_id, "curve_gap")
+        assert len(curve) >= 1
+        header = open(client.download_artifacts(r.info.run_id, "history.csv")).readline().strip()
+        assert header.startswith("epoch,seconds,dual,primal,gap,kkt")
+
+
+def test_measurements_present(runs):
+    for r in runs:
+        if r.data.tags["status"] in ("ok", "over_budget"):
+            m = r.data.metrics
+            assert m["fit_seconds"] > 0 and m["predict_seconds"] >= 0
+            assert 30 < m["peak_rss_mib"] < 4096 * 1.5
+            assert m["baseline_rss_mib"] <= m["peak_rss_mib"]
+            assert r.data.tags["threads"] == "2"
+
+
+def test_one_line_per_trial_and_a_closing_table(smoke_store):
+    out = smoke_store.output
+    lines = [ln for ln in out.splitlines() if ln.startswith("[") and "/14]" in ln]
+    assert len(lines) == 14
+    assert "14 trials:" in out
+    assert smoke_store.seconds < 600  # 5 minutes on an idle 2-core machine; shared CI is noisier
