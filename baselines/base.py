@@ -16,23 +16,25 @@ Conventions (the one source of each conversion is named where it is used):
   ``decision_function(X) > 0`` means ``classes_[1]`` for every adapter.
 
 The module imports numpy only; upstream libraries are imported inside the
-adapters' methods, so ``import baselines`` stays cheap.
+adapters' methods, so ``import baselines`` stays cheap. Thread limits and
+output capture live in :mod:`baselines.runtime`, the post-fit checks in
+:mod:`baselines.checks` (both re-exported here).
 """
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import importlib.metadata
 import importlib.util
-import io
 import math
 import numbers
-import os
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Iterator
+from typing import Any, ClassVar
 
 import numpy as np
+
+from .checks import relative_plateau, trivial_predictor_check
+from .runtime import blas_threads, capture_output, torch_threads
 
 __all__ = [
     "Adapter",
@@ -46,7 +48,9 @@ __all__ = [
     "TASKS",
     "blas_threads",
     "capture_output",
+    "relative_plateau",
     "torch_threads",
+    "trivial_predictor_check",
 ]
 
 TASKS = ("regression", "binary", "multiclass")
@@ -120,88 +124,6 @@ class Budget:
     def default(cls) -> "Budget":
         """The budget used when :meth:`Adapter.fit` runs before :meth:`Adapter.plan`: 1 GiB host, no GPU."""
         return cls("default", 1024 * MIB, 0)
-
-
-@contextlib.contextmanager
-def capture_output(keep_lines: int = 60) -> Iterator[list[str]]:
-    """Capture what the upstream library writes to stdout, C level included.
-
-    ThunderSVM logs from C++ straight to file descriptor 1, Falkon and
-    EigenPro3 print from Python. Both are redirected to a temporary file and
-    the last ``keep_lines`` lines are appended to the yielded list on exit,
-    for parsing (iteration counts) and for error messages.
-
-    Yields
-    ------
-    list of str
-        Filled with the captured lines (at most ``keep_lines``) when the
-        block exits, also when it exits with an exception.
-    """
-    import sys
-    import tempfile
-
-    lines: list[str] = []
-    sys.stdout.flush()
-    with tempfile.TemporaryFile(mode="w+b") as tmp:
-        try:
-            saved_fd = os.dup(1)
-        except OSError:  # no fd 1 (embedded interpreters): Python-level capture only
-            saved_fd = None
-        buffer = io.StringIO()
-        try:
-            if saved_fd is not None:
-                os.dup2(tmp.fileno(), 1)
-            with contextlib.redirect_stdout(buffer):
-                yield lines
-        finally:
-            try:
-                libc_flush()
-            finally:
-                if saved_fd is not None:
-                    os.dup2(saved_fd, 1)
-                    os.close(saved_fd)
-            tmp.seek(0)
-            text = tmp.read().decode("utf-8", "replace") + buffer.getvalue()
-            if keep_lines > 0:
-                lines.extend(text.splitlines()[-keep_lines:])
-
-
-def libc_flush() -> None:
-    """Flush C stdio buffers so that C++ log lines land before fd 1 is restored."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None).fflush(None)
-    except Exception:  # pragma: no cover - platform without a C library handle
-        pass
-
-
-@contextlib.contextmanager
-def blas_threads(n_threads: int) -> Iterator[None]:
-    """Limit the BLAS and OpenMP thread pools (threadpoolctl) to ``n_threads`` for a block.
-
-    Every adapter fits and predicts under this limit, so ``n_threads`` means
-    the same for every method; an unlimited pool on a loaded 2-core machine
-    made SciPy's ``eigh`` (EigenPro3's preconditioner) 30x slower.
-    """
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=int(n_threads)):
-        yield
-
-
-@contextlib.contextmanager
-def torch_threads(n_threads: int) -> Iterator[None]:
-    """Run a block with ``torch.set_num_threads(n_threads)``, restoring the previous value."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(int(n_threads))
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
 
 
 class Adapter:
@@ -663,56 +585,6 @@ class Adapter:
         self._fitted = False
         self._diverged_reason = reason
         raise DivergedError(f"{self.name} ({self.dtype}): {reason}")
-
-
-def trivial_predictor_check(task: str, scores: np.ndarray, target: np.ndarray) -> str:
-    """Compare a fitted model's training error with the trivial predictor.
-
-    Parameters
-    ----------
-    task : str
-    scores : ndarray
-        Decision values on training rows, (m,) or (m, C).
-    target : ndarray
-        Encoded targets of the same rows (see ``Adapter._encode_y``).
-
-    Returns
-    -------
-    str
-        Empty when the model beats the trivial predictor, else the reason:
-        regression RMSE >= RMSE of predicting the training mean, or training
-        accuracy <= the majority-class share.
-    """
-    if task == "regression":
-        rmse = float(np.sqrt(np.mean((scores - target) ** 2)))
-        baseline = float(np.std(target))
-        if not rmse < baseline:
-            return f"training RMSE {rmse:.4g} is no better than predicting the mean (RMSE {baseline:.4g})"
-        return ""
-    if task == "binary":
-        labels = np.where(scores > 0, 1.0, -1.0)
-        majority = max(np.mean(target > 0), np.mean(target < 0))
-    else:
-        labels = np.argmax(scores, axis=1)
-        majority = np.bincount(target).max() / len(target)
-    accuracy = float(np.mean(labels == target))
-    if not accuracy > majority:
-        return f"training accuracy {accuracy:.4f} is no better than the majority class ({majority:.4f})"
-    return ""
-
-
-def relative_plateau(values: list[float], rtol: float) -> bool | None:
-    """Whether the last two values of a training-error curve differ by at most ``rtol`` (relative).
-
-    Returns None with fewer than two values. Used as the convergence flag of
-    methods with no stopping rule of their own (Falkon's fixed CG budget,
-    EigenPro3's fixed epochs): a plateau, not a certificate.
-    """
-    finite = [float(v) for v in values if v is not None and math.isfinite(float(v))]
-    if len(finite) < 2:
-        return None
-    last, prev = finite[-1], finite[-2]
-    return abs(last - prev) <= rtol * max(abs(prev), 1e-12)
 
 
 def _positive_float(label: str, value: Any) -> float:

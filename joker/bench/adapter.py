@@ -148,8 +148,10 @@ class JokerAdapter(Adapter):
         converged = bool(m.converged_)
         reason = (f"relative gap {gap:.3g} and KKT residual {kkt:.3g} after {m.n_epochs_} epochs "
                   f"({'met' if converged else 'did not meet'} tol={self.options['tol']})")
+        extra = {key: float(getattr(m, attr)) for key, attr in (("primal", "primal_"), ("dual", "dual_"))
+                 if getattr(m, attr, None) is not None}
         return {"converged": converged, "reason": reason, "history": [dict(h) for h in m.history_],
-                "final": gap, "kkt_residual": kkt, "n_epochs": int(m.n_epochs_)}
+                "final": gap, "dual_gap": gap, "kkt_residual": kkt, "n_epochs": int(m.n_epochs_), **extra}
 
 
 class JokerExactAdapter(JokerAdapter):
