@@ -214,6 +214,8 @@ def run_job(cfg: Any, progress: Optional[bool] = None) -> Dict[str, Any]:
     parent = state.get("parent_run_id") if state else None
     total = state.get("n_jobs") if state else None
     label = f"{spec['method']['name']} on {spec['dataset']['name']}"
+    if ctx["multirun"]:
+        label = f"#{ctx['job_num'] + 1}/{total or '?'} {label}"
 
     if not cfg.rerun:
         found = store.find_finished(chash)

@@ -228,8 +228,22 @@ def register_configs() -> None:
     files merge into its typed ``dataset``, ``method`` and ``budget`` nodes.
     """
     from hydra.core.config_store import ConfigStore
+    from omegaconf import OmegaConf
 
     ConfigStore.instance().store(name="bench_schema", node=BenchConfig)
+    OmegaConf.register_new_resolver("jb_groups", _group_listing, replace=True)
+
+
+def _group_listing() -> str:
+    """The options of each config group and the named sweeps (``--help``)."""
+    from .paths import conf_dir, sweeps_dir
+
+    lines = ["sweeps (--config-name): "
+             + ", ".join(sorted(p.stem for p in sweeps_dir().glob("*.yaml")))]
+    for group in ("dataset", "method", "budget", "launcher"):
+        names = sorted(p.stem for p in (conf_dir() / group).glob("*.yaml") if not p.stem.startswith("_"))
+        lines.append(f"{group}: " + ", ".join(names))
+    return "\n".join(lines)
 
 
 class ConfigError(ValueError):
