@@ -94,6 +94,14 @@ class ExactKernelOperator:
         cols = blk.B[nz]
         self.f += self._kmv(self.X, self.sq, cols, S[nz])
 
+    def row_work(self, b):
+        """Flops of the kernel rows K_{:,B} of a block of size b (about 2 n d b)."""
+        return 2 * self.X.shape[0] * self.X.shape[1] * b
+
+    def product_work(self, b, C):
+        """Flops of one product K_BB P, P of shape (b, C)."""
+        return 2 * b * b * C
+
     def decision(self):
         """f = K alpha on the training set, shape (n, C)."""
         return self.f
@@ -146,6 +154,14 @@ class RFFOperator:
     def commit(self, blk, S):
         """theta += Psi_B^T S."""
         self.theta += blk.Psi.T @ S
+
+    def row_work(self, b):
+        """Flops of Psi_B for a block of size b (about 2 b M d)."""
+        return 2 * b * self.fmap.n_components * self.X.shape[1]
+
+    def product_work(self, b, C):
+        """Flops of one product Psi_B Psi_B^T P (about 4 b M C)."""
+        return 4 * b * self.fmap.n_components * C
 
     def decision(self):
         """f = Psi theta on the training set, shape (n, C) (one pass)."""

@@ -73,7 +73,18 @@ class SolverOptions:
         Epochs between certificate evaluations (cost O(nC) exact, one
         feature pass in RFF mode).
     max_cg_iter : int
-        Cap on CG iterations (Q products) per trust-region step.
+        Cap on CG iterations (products with the block Hessian, O(|B|^2 C)
+        each) per block visit, over all its trust-region iterations.
+    min_cg_iter : int
+        Floor of the per-visit CG budget.
+    boundary_fraction : float
+        For non-quadratic h (KLR): a step covers at most this fraction of
+        the distance of each variable to its bound (interior-point rule).
+    inner_work_ratio : float
+        The per-visit CG budget is this ratio times the work of computing
+        the block's kernel rows divided by the work of one Hessian product,
+        clipped to [min_cg_iter, max_cg_iter]: the inner solve never
+        dominates the cost of a block.
     cg_rtol : float
         Relative residual at which the inner CG stops.
     max_restarts : int
@@ -116,6 +127,9 @@ class SolverOptions:
     max_cg_iter: int = 100
     cg_rtol: float = 1e-4
     max_restarts: int = 20
+    min_cg_iter: int = 20
+    boundary_fraction: float = 0.9
+    inner_work_ratio: float = 1.0
     max_tr_iter: int = 20
     block_rtol: float = 1e-3
     eta: float = 1e-4
@@ -214,10 +228,19 @@ class _Run:
         bs = min(max(1, int(opts.block_size)), self.n)
         self.bs = bs
         if opts.radius0 is not None:
-            self.radius = float(opts.radius0)
+            r0 = float(opts.radius0)
         else:
-            self.radius = math.inf if loss.quadratic else 0.5 * math.sqrt(bs) / self.lam
+            r0 = math.inf if loss.quadratic else 0.5 * math.sqrt(bs) / self.lam
+        self.radius = [r0] * Y.shape[1]  # one trust region per output
         self.skip_thresh = 0.0
+        # Inner-solve budget per block visit: at most inner_work_ratio times the
+        # work of the block's kernel rows (n d |B| exact, |B| M d random
+        # features) in Hessian products of one column (|B|^2 exact, 2 |B| M
+        # features).
+        row_work = op.row_work(bs)
+        prod_work = op.product_work(bs, 1)
+        budget = int(opts.inner_work_ratio * row_work / max(prod_work, 1))
+        self.cg_budget = max(opts.min_cg_iter, min(opts.max_cg_iter, budget))
         self.stats = {"blocks": 0, "skipped": 0, "rejected": 0, "cg_iter": 0, "accepted": 0}
         self.step_duals = []
 
@@ -227,71 +250,99 @@ class _Run:
             if f is not None else math.nan
 
     def block_step(self, B):
-        """One block visit: up to max_tr_iter trust-region iterations."""
-        loss, lam, opts = self.loss, self.lam, self.opts
+        """One block visit: kernel block once, then each output column in turn.
+
+        The C outputs are independent problems sharing K_BB; solving them
+        column by column gives each its own active set, restarts and radius,
+        and the state update (the kernel rows of every moved variable) is
+        done once for all columns.
+        """
         blk = self.op.block(B)
         a0 = self.alpha[B]
-        a = a0.clone()
-        y = self.Y[B]
-        lo, hi = self.ilo[B], self.ihi[B]
-        gs = blk.f.clone()  # (K alpha)_B, kept current during the visit
-        n_tr = opts.max_tr_iter
+        a_new = a0.clone()
+        moved = False
+        for c in range(a0.shape[1]):
+            col = slice(c, c + 1)
+            a_c = self._visit(blk, c, a0[:, col], blk.f[:, col], self.Y[B][:, col],
+                              self.ilo[B][:, col], self.ihi[B][:, col])
+            if a_c is not None:
+                a_new[:, col] = a_c
+                moved = True
+        if not moved:
+            self.stats["skipped"] += 1
+            return
+        self.alpha[B] = a_new
+        self.op.commit(blk, a_new - a0)
+        if self.opts.trace_steps:
+            self.step_duals.append(self.dual_J())
+
+    def _visit(self, blk, c, a, gs, y, lo, hi):
+        """Trust-region iterations on one output column of a block.
+
+        Returns the new column of alpha_B, or None when nothing moved.
+        """
+        loss, lam, opts = self.loss, self.lam, self.opts
         first_res = None
         moved = False
-        for it in range(n_tr):
+        cg_used = 0
+        for it in range(opts.max_tr_iter):
             if loss.quadratic:
                 l, q, lo_e, hi_e = _orthants(loss, a, gs, y, lam, lo, hi)
                 g = gs + l + q * a
             else:
-                lo_e, hi_e = lo, hi
+                # Fraction to the boundary: a Newton step may cover at most
+                # `boundary_fraction` of the distance to each bound, so p
+                # approaches 0 or 1 geometrically instead of being projected
+                # onto the bound, where h'' is huge and it would stay stuck.
+                lo_e = a + opts.boundary_fraction * (lo - a)
+                hi_e = a + opts.boundary_fraction * (hi - a)
                 g = gs + loss.dh(a, y, lam)
                 q = loss.d2h(a, y, lam)
             res = float(_residual(a, g, lo_e, hi_e).max())
             if it == 0:
                 first_res = res
                 if res == 0.0 or res <= self.skip_thresh:
-                    self.stats["skipped"] += 1
-                    return
+                    return None
             elif res <= opts.block_rtol * first_res:
+                break
+            budget = self.cg_budget - cg_used
+            if budget <= 0:
                 break
 
             def Qmv(P, _q=q):
                 return blk.mv(P) + _q * P
 
-            S, pred, n_cg = box_tr_cg(g, Qmv, lo_e - a, hi_e - a, radius=self.radius,
-                                      max_iter=opts.max_cg_iter, rtol=opts.cg_rtol,
-                                      max_restarts=opts.max_restarts)
+            radius = self.radius[c]
+            S, pred, n_cg = box_tr_cg(g, Qmv, lo_e - a, hi_e - a, radius=radius, max_iter=budget,
+                                      rtol=opts.cg_rtol, max_restarts=opts.max_restarts)
+            cg_used += n_cg
             self.stats["cg_iter"] += n_cg
             if pred >= 0.0:
                 if loss.quadratic:  # exact model: no descent left within the CG budget
                     break
-                self.radius *= opts.shrink
+                self.radius[c] = radius * opts.shrink
                 continue
             KS = blk.mv(S)
             a_new = a + S
+            # Actual change of J, exact, with no new kernel rows (joker-math.md s.4 step 3).
             actual = float((S * gs).sum() + 0.5 * (S * KS).sum()
                            + (loss.h(a_new, y, lam) - loss.h(a, y, lam)).sum())
             rho = actual / pred
             s_norm = float(torch.linalg.vector_norm(S))
             if rho > opts.eta and actual < 0.0:
-                a = a_new
-                gs = gs + KS
+                a, gs = a_new, gs + KS
                 moved = True
                 self.stats["accepted"] += 1
-                if rho > 0.75 and s_norm >= 0.99 * self.radius:
-                    self.radius *= opts.grow
+                if rho > 0.75 and s_norm >= 0.99 * radius:
+                    radius *= opts.grow
             else:
                 self.stats["rejected"] += 1
-            if rho < 0.25 and math.isfinite(self.radius):
-                self.radius = opts.shrink * min(self.radius, s_norm)
-            if not math.isfinite(self.radius) and not loss.quadratic:
-                self.radius = s_norm
-        if moved:
-            S_tot = a - a0
-            self.alpha[B] = a
-            self.op.commit(blk, S_tot)
-            if opts.trace_steps:
-                self.step_duals.append(self.dual_J())
+            if rho < 0.25 and math.isfinite(radius):
+                radius = opts.shrink * min(radius, s_norm)
+            if not math.isfinite(radius) and not loss.quadratic:
+                radius = s_norm
+            self.radius[c] = radius
+        return a if moved else None
 
     def certificate(self):
         f = self.op.decision()
