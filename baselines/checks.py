@@ -10,7 +10,11 @@ import math
 
 import numpy as np
 
-__all__ = ["relative_plateau", "trivial_predictor_check"]
+__all__ = ["REGRESSION_MARGIN", "relative_plateau", "trivial_predictor_check"]
+
+#: A regression fit must beat the mean's RMSE by this fraction (a model stuck
+#: at ~0 on centred targets is "better" than the mean by rounding only).
+REGRESSION_MARGIN = 1e-3
 
 
 def trivial_predictor_check(task: str, scores: np.ndarray, target: np.ndarray) -> str:
@@ -28,13 +32,14 @@ def trivial_predictor_check(task: str, scores: np.ndarray, target: np.ndarray) -
     -------
     str
         Empty when the model beats the trivial predictor, else the reason:
-        regression RMSE >= RMSE of predicting the training mean, or training
-        accuracy <= the majority-class share.
+        regression RMSE >= (1 - REGRESSION_MARGIN) times the RMSE of
+        predicting the training mean, or training accuracy <= the
+        majority-class share.
     """
     if task == "regression":
         rmse = float(np.sqrt(np.mean((scores - target) ** 2)))
         baseline = float(np.std(target))
-        if not rmse < baseline:
+        if not rmse < (1 - REGRESSION_MARGIN) * baseline:
             return f"training RMSE {rmse:.4g} is no better than predicting the mean (RMSE {baseline:.4g})"
         return ""
     if task == "binary":

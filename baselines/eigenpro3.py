@@ -126,6 +126,16 @@ class EigenPro3Adapter(Adapter):
         capped at ``min(n, n_nystrom) - 2``).
     plateau_rtol : float, default 1e-3
     check_divergence : bool, default True
+
+    Notes
+    -----
+    Preconditioner level: EigenPro3 derives its batch size from the
+    spectrum, ``beta / lambda_{q+1}``, with no cap. When that exceeds the
+    number of training rows (small or smooth problems: measured 41,326 for
+    1,500 HIGGS rows, 8.7e8 for 500 Friedman rows, where the model did not
+    move from zero) the adapter halves ``q`` and builds the model again until
+    the batch fits in ``n`` (or ``q = 1``). The level used is recorded in
+    ``plan_["preconditioner_level_used"]``.
     """
 
     name = "eigenpro3"
@@ -214,11 +224,15 @@ class EigenPro3Adapter(Adapter):
         started = time.perf_counter()
         with torch_threads(self.n_threads), _default_dtype(tdtype), capture_output() as lines:
             self._upstream_log = lines
-            torch.manual_seed(self.seed)
-            model = models.KernelModel(
-                Y.shape[1], Xt[centre_idx], self._kernel, X=Xt, y=Y, devices=[dev],
-                n_nystrom_samples=s, data_preconditioner_level=q,
-            )
+            while True:  # see "Preconditioner level" in the class docstring
+                torch.manual_seed(self.seed)
+                model = models.KernelModel(
+                    Y.shape[1], Xt[centre_idx], self._kernel, X=Xt, y=Y, devices=[dev],
+                    n_nystrom_samples=s, data_preconditioner_level=q,
+                )
+                if model.batch_size <= n or q <= 1:
+                    break
+                q = max(1, q // 2)
             self.model_ = model
             for epoch in range(int(self.options["epochs"])):
                 model.epoch = epoch
@@ -226,7 +240,8 @@ class EigenPro3Adapter(Adapter):
                 err = self._train_error(X[check_rows], target[check_rows])
                 self._history.append({"epoch": epoch + 1, "seconds": time.perf_counter() - started,
                                       self._metric: err})
-        self.plan_ = {**self.plan_, "batch_size": int(model.batch_size), "lr": float(model.lr)}
+        self.plan_ = {**self.plan_, "preconditioner_level_used": q, "batch_size": int(model.batch_size),
+                      "lr": float(model.lr)}
 
     @property
     def _metric(self) -> str:

@@ -253,4 +253,5 @@ class FalkonAdapter(FalkonFamily):
             return {**info, "converged": True, "n_iter": done + 1,
                     "reason": f"CG residual below Falkon's cg_tolerance at iteration {done + 1} of maxiter={maxiter}"}
         converged, reason = self._plateau(self._metric)
-        return {**info, "converged": converged, "n_iter": done, "reason": f"ran maxiter={maxiter} CG iterations; " + reason}
+        return {**info, "converged": converged, "n_iter": done,
+                "reason": f"ran maxiter={maxiter} CG iterations; " + reason}

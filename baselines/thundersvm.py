@@ -99,7 +99,8 @@ class ThunderSVMAdapter(Adapter):
     @classmethod
     def supports(cls, task: str, n_classes: int | None = None) -> tuple[bool, str]:
         if task == "multiclass":
-            return False, "thundersvm adapter: binary and regression only (ThunderSVM's decision_function is one-vs-one)"
+            return False, ("thundersvm adapter: binary and regression only "
+                           "(ThunderSVM's decision_function is one-vs-one)")
         return super().supports(task, n_classes)
 
     def _plan(self, budget: Budget, n: int, d: int) -> dict[str, Any]:

@@ -33,7 +33,8 @@ def test_get_adapter_class_instance_and_unknown():
 
 def test_import_loads_no_solver_library():
     code = ("import sys, joker.bench.methods, baselines; "
-            "heavy = [m for m in ('torch', 'falkon', 'eigenpro3', 'thundersvm', 'sklearn', 'scipy') if m in sys.modules]; "
+            "heavy = [m for m in ('torch', 'falkon', 'eigenpro3', 'thundersvm', 'sklearn', 'scipy') "
+            "if m in sys.modules]; "
             "print(heavy); sys.exit(1 if heavy else 0)")
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
