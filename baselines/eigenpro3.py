@@ -214,13 +214,13 @@ class EigenPro3Adapter(Adapter):
         dev = torch.device(self.device)
         n = X.shape[0]
         rng = np.random.default_rng(self.seed)
-        centre_idx = np.sort(rng.choice(n, self.plan_["n_centers"], replace=False))
+        centre_idx = np.sort(rng.choice(n, min(self.plan_["n_centers"], n), replace=False))  # plan may be for more rows
         check_rows = np.sort(rng.choice(n, min(n, CHECK_ROWS), replace=False))
         Xt = torch.from_numpy(X)
         Y = torch.from_numpy(self._targets(target)).to(tdtype)
         sigma = self.sigma
         self._kernel = lambda a, b: gaussian(a, b, bandwidth=sigma)
-        s, q = self.plan_["n_nystrom"], self.plan_["preconditioner_level"]
+        s, q = self._nystrom(n)  # for this fit's n (plan() may have been for more rows)
         started = time.perf_counter()
         with torch_threads(self.n_threads), _default_dtype(tdtype), capture_output() as lines:
             self._upstream_log = lines
@@ -240,7 +240,8 @@ class EigenPro3Adapter(Adapter):
                 err = self._train_error(X[check_rows], target[check_rows])
                 self._history.append({"epoch": epoch + 1, "seconds": time.perf_counter() - started,
                                       self._metric: err})
-        self.plan_ = {**self.plan_, "preconditioner_level_used": q, "batch_size": int(model.batch_size),
+        self.plan_ = {**self.plan_, "n_nystrom_used": s, "preconditioner_level_used": q,
+                      "batch_size": int(model.batch_size),
                       "lr": float(model.lr)}
 
     @property

@@ -215,7 +215,7 @@ class FalkonAdapter(FalkonFamily):
         model = Falkon(
             kernel=GaussianKernel(sigma=self.sigma, opt=opts),
             penalty=falkon_penalty(self.lam, X.shape[0]),
-            M=self.plan_["M"],
+            M=min(self.plan_["M"], X.shape[0]),  # plan() may have been for more rows
             maxiter=int(self.options["maxiter"]),
             seed=self.seed,
             error_fn=error_fn if every else None,

@@ -126,7 +126,7 @@ class LogFalkonAdapter(FalkonFamily):
             penalty_list=penalties,
             iter_list=iters,
             loss=LogisticLoss(kernel),
-            M=self.plan_["M"],
+            M=min(self.plan_["M"], X.shape[0]),  # plan() may have been for more rows
             seed=self.seed,
             error_fn=error_fn if every else None,
             error_every=every,

@@ -96,11 +96,11 @@ class JokerAdapter(Adapter):
                                       "odm_theta": None, "odm_upsilon": None, "solver_options": None}
     signal = "relative duality gap (with the KKT residual)"
 
-    def _estimator_kwargs(self) -> dict[str, Any]:
+    def _estimator_kwargs(self, n: int) -> dict[str, Any]:
         o = self.options
         kwargs: dict[str, Any] = dict(
             loss=self.loss, kernel=self.kernel, sigma=self.sigma, lam=self.lam,
-            n_components=self.plan_.get("n_components"), block_size=self.plan_["block_size"],
+            n_components=self.plan_.get("n_components"), block_size=min(self.plan_["block_size"], n),
             tol=o["tol"], max_epochs=o["max_epochs"], max_time=o["max_time"], device=self.device,
             dtype=self.dtype, random_state=self.seed,
         )
@@ -115,7 +115,7 @@ class JokerAdapter(Adapter):
         from joker import JokerClassifier, JokerRegressor
 
         cls = JokerRegressor if self.task == "regression" else JokerClassifier
-        model = cls(**self._estimator_kwargs())
+        model = cls(**self._estimator_kwargs(X.shape[0]))
         with torch_threads(self.n_threads):
             model.fit(X, target)
         self.model_ = model

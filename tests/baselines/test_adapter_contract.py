@@ -149,3 +149,14 @@ class TestLibSVMContract(AdapterContract):
 def test_every_solver_id_has_a_contract_class():
     tested = {cls.method for cls in AdapterContract.__subclasses__()}
     assert tested == set(METHODS) == set(CONTRACT_CASES)
+
+
+@pytest.mark.parametrize("method", sorted(CONTRACT_CASES))
+def test_fit_on_fewer_rows_than_planned(method, higgs):
+    """The harness plans for the full data and may fit a small warm-up subset with another instance;
+    a plan made for more rows than the fit sees must still work."""
+    require(method)
+    adapter = contract_adapter(method, higgs.sigma)
+    adapter.plan(BUDGET_256, *higgs.Xtr.shape)
+    adapter.fit(higgs.Xtr[:120], higgs.ytr[:120])
+    assert adapter.predict(higgs.Xte[:10]).shape == (10,)
