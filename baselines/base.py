@@ -122,8 +122,8 @@ class Budget:
 
     @classmethod
     def default(cls) -> "Budget":
-        """The budget used when :meth:`Adapter.fit` runs before :meth:`Adapter.plan`: 1 GiB host, no GPU."""
-        return cls("default", 1024 * MIB, 0)
+        """The budget used when :meth:`Adapter.fit` runs before :meth:`Adapter.plan`: 1 GiB host, 1 GiB GPU."""
+        return cls("default", 1024 * MIB, 1024 * MIB)
 
 
 class Adapter:
@@ -165,7 +165,8 @@ class Adapter:
     ----------
     plan_ : dict or None
         What :meth:`plan` chose (set by :meth:`plan`, or by :meth:`fit` with
-        :meth:`Budget.default` when ``plan`` was not called).
+        :meth:`Budget.default`, 1 GiB host and 1 GiB GPU, when ``plan`` was
+        not called).
     classes_ : ndarray of shape (n_classes,)
         Sorted class labels (classification only), set by :meth:`fit`.
     n_features_in_ : int
@@ -371,6 +372,8 @@ class Adapter:
         """
         X = self._check_X(X, fitting=True)
         target = self._encode_y(y, X.shape[0])
+        if self.on_gpu:
+            self._require_gpu()
         if self.plan_ is None:
             self.plan(Budget.default(), X.shape[0], X.shape[1])
         self._fitted = False
@@ -557,6 +560,17 @@ class Adapter:
         if self.task == "binary":
             return np.where(codes == 1, 1.0, -1.0)
         return codes.astype(np.int64)
+
+    def _require_gpu(self) -> None:
+        """Raise AdapterError when a CUDA device is requested but none is visible (torch-based adapters)."""
+        try:
+            import torch
+
+            visible = torch.cuda.is_available()
+        except Exception:
+            visible = False
+        if not visible:
+            raise AdapterError(f"{self.name}: device {self.device!r} requested but no CUDA GPU is visible")
 
     def _require_fitted(self) -> None:
         if not self._fitted:

@@ -203,3 +203,14 @@ def test_budget_validation():
     with pytest.raises(ValueError):
         Budget("zero", 0)
     assert Budget.from_mib("b", 1.5).host_bytes == 3 * 2**19
+
+
+@pytest.mark.parametrize("method", ["joker-exact", "falkon", "eigenpro3"])
+def test_cuda_without_a_gpu_is_a_clear_error(method, tiny, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    X, y, sigma = tiny
+    adapter = contract_adapter(method, sigma, device="cuda")
+    with pytest.raises(AdapterError, match="no CUDA GPU is visible"):
+        adapter.fit(X, y)
