@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["Certificate", "objectives", "kkt_residual", "certify"]
+__all__ = ["Certificate", "objectives", "residuals", "kkt_residual", "certify"]
 
 
 @dataclass
@@ -78,6 +78,26 @@ def objectives(loss, alpha, f, y, lam, sq_norm=None):
     return P, J
 
 
+def residuals(loss, alpha, f, y, lam):
+    """Per-entry KKT residuals r_i (joker-math.md s.1).
+
+    Parameters
+    ----------
+    loss : joker.losses.Loss
+    alpha, f, y : tensors of shape (n, C)
+    lam : float
+
+    Returns
+    -------
+    tensor of shape (n, C), r >= 0, zero exactly at a KKT point.
+    """
+    if getattr(loss, "kinked", False):
+        return torch.abs(alpha - loss.prox(alpha - f, y, lam))
+    lo, hi = loss.box(y, lam)
+    g = f + loss.dh(alpha, y, lam)
+    return torch.abs(alpha - torch.minimum(torch.maximum(alpha - g, lo), hi))
+
+
 def kkt_residual(loss, alpha, f, y, lam):
     """Normalised KKT residual (joker-math.md s.1).
 
@@ -85,12 +105,7 @@ def kkt_residual(loss, alpha, f, y, lam):
     -------
     (kkt, kkt_abs) : floats, normalised and raw max residual.
     """
-    if getattr(loss, "kinked", False):
-        r = torch.abs(alpha - loss.prox(alpha - f, y, lam))
-    else:
-        lo, hi = loss.box(y, lam)
-        g = f + loss.dh(alpha, y, lam)
-        r = torch.abs(alpha - torch.minimum(torch.maximum(alpha - g, lo), hi))
+    r = residuals(loss, alpha, f, y, lam)
     r_max = float(r.max()) if r.numel() else 0.0
     a_max = float(alpha.abs().max()) if alpha.numel() else 0.0
     return r_max / max(1.0, a_max), r_max

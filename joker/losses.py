@@ -58,11 +58,15 @@ class Loss:
         proximal KKT residual and orthant selection.
     quadratic : bool
         True when h is piecewise quadratic (the block model is exact).
+    greedy_blocks : bool
+        True when the solver's ``selection="auto"`` should pick greedy
+        (largest-residual) blocks in exact mode.
     """
 
     name = "loss"
     kinked = False
     quadratic = True
+    greedy_blocks = False
 
     def primal(self, y, u):
         """Primal loss values ``loss(y, u)``.
@@ -215,6 +219,7 @@ class EpsilonInsensitiveLoss(PiecewiseQuadraticLoss):
 
     name = "epsilon_insensitive"
     kinked = True
+    greedy_blocks = True  # bounded box: greedy working sets skip non-support vectors
 
     def __init__(self, epsilon=0.1):
         if not epsilon >= 0:
@@ -242,6 +247,7 @@ class HingeLoss(PiecewiseQuadraticLoss):
     """
 
     name = "hinge"
+    greedy_blocks = True  # bounded box: greedy working sets skip non-support vectors
 
     def primal(self, y, u):
         return torch.clamp(1.0 - y * u, min=0.0)
