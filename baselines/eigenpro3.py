@@ -133,9 +133,12 @@ class EigenPro3Adapter(Adapter):
     spectrum, ``beta / lambda_{q+1}``, with no cap. When that exceeds the
     number of training rows (small or smooth problems: measured 41,326 for
     1,500 HIGGS rows, 8.7e8 for 500 Friedman rows, where the model did not
-    move from zero) the adapter halves ``q`` and builds the model again until
-    the batch fits in ``n`` (or ``q = 1``). The level used is recorded in
-    ``plan_["preconditioner_level_used"]``.
+    move from zero) the step degenerates. In that case the adapter computes
+    the spectrum with EigenPro3's own ``nystrom_kernel_svd``, takes the
+    largest ``q <= preconditioner_level`` whose batch fits in ``n`` (at least
+    1) and builds the model again on the same Nystroem samples; the level
+    used is recorded in ``plan_["preconditioner_level_used"]``. Large
+    problems, where the first batch already fits, pay nothing extra.
     """
 
     name = "eigenpro3"
@@ -209,6 +212,7 @@ class EigenPro3Adapter(Adapter):
 
         models = import_eigenpro3()
         from eigenpro3.kernels import gaussian
+        from eigenpro3.utils import svd
 
         tdtype = getattr(torch, self.dtype)
         dev = torch.device(self.device)
@@ -224,15 +228,17 @@ class EigenPro3Adapter(Adapter):
         started = time.perf_counter()
         with torch_threads(self.n_threads), _default_dtype(tdtype), capture_output() as lines:
             self._upstream_log = lines
-            while True:  # see "Preconditioner level" in the class docstring
-                torch.manual_seed(self.seed)
-                model = models.KernelModel(
-                    Y.shape[1], Xt[centre_idx], self._kernel, X=Xt, y=Y, devices=[dev],
-                    n_nystrom_samples=s, data_preconditioner_level=q,
-                )
-                if model.batch_size <= n or q <= 1:
-                    break
-                q = max(1, q // 2)
+            torch.manual_seed(self.seed)
+            nystrom = Xt[torch.randperm(n)[:s]]  # what KernelModel draws by default
+
+            def build(level: int) -> Any:
+                return models.KernelModel(Y.shape[1], Xt[centre_idx], self._kernel, X=Xt, y=Y, devices=[dev],
+                                          nystrom_samples=nystrom, data_preconditioner_level=level)
+
+            model = build(q)
+            if model.batch_size > n and q > 1:  # small or smooth problem: see the class notes
+                q = self._level_for_batch(svd.nystrom_kernel_svd, nystrom, q, n)
+                model = build(q)
             self.model_ = model
             for epoch in range(int(self.options["epochs"])):
                 model.epoch = epoch
@@ -243,6 +249,23 @@ class EigenPro3Adapter(Adapter):
         self.plan_ = {**self.plan_, "n_nystrom_used": s, "preconditioner_level_used": q,
                       "batch_size": int(model.batch_size),
                       "lr": float(model.lr)}
+
+    def _level_for_batch(self, nystrom_kernel_svd: Any, nystrom: Any, q_max: int, n: int) -> int:
+        """Largest preconditioner level ``q <= q_max`` whose EigenPro3 batch fits in ``n`` rows.
+
+        EigenPro3's ``KernelModel.get_preconditioner(q + 1)`` sets the batch
+        to ``int(beta / lambda[q])`` from ``nystrom_kernel_svd``'s spectrum
+        (descending, 0-based). One call of that same upstream function with
+        ``q_max + 1`` eigenpairs gives every candidate's batch; the model is
+        then built once on the same Nystroem samples.
+        """
+        eigvals, _, beta = nystrom_kernel_svd(nystrom, self._kernel, q_max + 1)
+        eigvals = np.asarray(eigvals, dtype=np.float64)
+        beta = float(beta)
+        for q in range(q_max, 0, -1):
+            if eigvals[q] > 0 and beta / eigvals[q] <= n:
+                return q
+        return 1
 
     @property
     def _metric(self) -> str:
