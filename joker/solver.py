@@ -140,7 +140,7 @@ class SolverOptions:
     max_cg_iter: int = 100
     cg_rtol: float = 1e-4
     max_restarts: int = 20
-    min_cg_iter: int = 20
+    min_cg_iter: int = 10
     boundary_fraction: float = 0.9
     inner_work_ratio: float = 1.0
     max_tr_iter: int = 20
