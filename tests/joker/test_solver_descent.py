@@ -16,6 +16,7 @@ from sklearn.exceptions import ConvergenceWarning as SkConvergenceWarning
 from joker import JokerClassifier, JokerRegressor
 
 SIGMA = 1.5
+LAM = 0.5
 
 CASES = [
     ("squared", "reg", {}),
@@ -43,8 +44,8 @@ def test_accepted_steps_never_increase_dual(refs, loss, task, extra, mode):
     est, X, y = _make(
         refs, loss, task, extra,
         n_components=None if mode == "exact" else 80,
-        sigma=SIGMA, lam=0.1, block_size=32, tol=1e-10, max_epochs=2000, random_state=0,
-        solver_options={"trace_steps": True},
+        sigma=SIGMA, lam=LAM, block_size=64, tol=1e-8, max_epochs=1000, random_state=0,
+        solver_options={"trace_steps": True, "kkt_tol": 1e-7},
     )
     with warnings.catch_warnings():
         warnings.simplefilter("error", SkConvergenceWarning)
@@ -63,13 +64,13 @@ def test_accepted_steps_never_increase_dual(refs, loss, task, extra, mode):
     assert est.kkt_residual_ <= 1e-6
     if mode == "exact":
         K = refs.gaussian_kernel(X, X, SIGMA)
-        c = refs.certificates(loss, K, y, est.alpha_, 0.1, **extra)
+        c = refs.certificates(loss, K, y, est.alpha_, LAM, **extra)
         assert c.gap <= 1e-6 and c.kkt <= 1e-6
 
 
 @pytest.mark.parametrize("loss,task,extra", CASES, ids=[c[0] for c in CASES])
 def test_history_is_recorded(refs, loss, task, extra):
-    est, X, y = _make(refs, loss, task, extra, sigma=SIGMA, lam=0.1, block_size=64, tol=1e-8, max_epochs=500,
+    est, X, y = _make(refs, loss, task, extra, sigma=SIGMA, lam=LAM, block_size=64, tol=1e-8, max_epochs=500,
                       random_state=0)
     est.fit(X, y)
     assert len(est.history_) >= 1

@@ -18,7 +18,7 @@ def digits():
     return train_test_split(X, y, test_size=0.25, random_state=0, stratify=y)
 
 
-@pytest.mark.parametrize("loss,lam", [("squared", 0.1), ("squared_hinge", 0.1), ("logistic", 0.01)])
+@pytest.mark.parametrize("loss,lam", [("squared", 0.1), ("squared_hinge", 0.1), ("logistic", 0.1)])
 def test_digits_one_vs_rest_accuracy(digits, loss, lam):
     Xtr, Xte, ytr, yte = digits
     sigma = float(median_sigma(Xtr))

@@ -18,7 +18,10 @@ qpsolvers = pytest.importorskip("qpsolvers")
 pytest.importorskip("clarabel")
 
 SIGMA = 2.0
-TIGHT = dict(tol=1e-12, max_epochs=2000, random_state=0)
+# The box-constrained QP comparisons need the dual objective to 1e-6 relative; a relative
+# gap of 1e-9 is ample (gap >= (J - J*) lam / max(1, |P|)).  KRR alpha to 1e-6 needs far more
+# (|alpha - alpha*|^2 <= 2 (J - J*) / lam), so those fits use tol=1e-12.
+TIGHT = dict(tol=1e-9, max_epochs=2000, random_state=0)
 CLARABEL = dict(tol_gap_abs=1e-11, tol_gap_rel=1e-11, tol_feas=1e-11, tol_ktratio=1e-9, max_iter=500)
 
 
@@ -40,7 +43,8 @@ def test_krr_exact_equals_linear_solve(refs, kernel, lam):
     K = kfun(X, X, SIGMA)
     alpha_ref = np.linalg.solve(K + lam * np.eye(len(y)), y)
 
-    est = JokerRegressor(loss="squared", kernel=kernel, sigma=SIGMA, lam=lam, block_size=64, **TIGHT).fit(X, y)
+    est = JokerRegressor(loss="squared", kernel=kernel, sigma=SIGMA, lam=lam, block_size=64,
+                         **{**TIGHT, "tol": 1e-12}).fit(X, y)
 
     assert est.alpha_.shape == (len(y),)
     assert refs.rel_err(est.alpha_, alpha_ref) <= 1e-6
@@ -57,7 +61,7 @@ def test_krr_exact_multi_output(refs):
     lam = 0.3
     K = refs.gaussian_kernel(X, X, SIGMA)
     alpha_ref = np.linalg.solve(K + lam * np.eye(len(y)), Y)
-    est = JokerRegressor(loss="squared", sigma=SIGMA, lam=lam, block_size=50, **TIGHT).fit(X, Y)
+    est = JokerRegressor(loss="squared", sigma=SIGMA, lam=lam, block_size=50, **{**TIGHT, "tol": 1e-12}).fit(X, Y)
     assert est.alpha_.shape == (300, 3)
     assert refs.rel_err(est.alpha_, alpha_ref) <= 1e-6
     assert est.predict(X[:7]).shape == (7, 3)
@@ -151,11 +155,11 @@ def test_reported_certificates_match_math(refs, loss, task, extra, epochs):
     lam = 0.5
     if task == "reg":
         X, y = refs.regression_data(n=250, d=4, seed=7, outliers=10)
-        est = JokerRegressor(loss=loss, sigma=SIGMA, lam=lam, block_size=32, tol=1e-12, max_epochs=epochs,
+        est = JokerRegressor(loss=loss, sigma=SIGMA, lam=lam, block_size=64, tol=1e-10, max_epochs=epochs,
                              random_state=0, **extra)
     else:
         X, y = refs.classification_data(n=250, d=4, seed=7)
-        est = JokerClassifier(loss=loss, sigma=SIGMA, lam=lam, block_size=32, tol=1e-12, max_epochs=epochs,
+        est = JokerClassifier(loss=loss, sigma=SIGMA, lam=lam, block_size=64, tol=1e-10, max_epochs=epochs,
                               random_state=0)
     est.fit(X, y)
     K = refs.gaussian_kernel(X, X, SIGMA)
@@ -175,4 +179,4 @@ def test_reported_certificates_match_math(refs, loss, task, extra, epochs):
         assert est.n_epochs_ == 1
         assert c.gap > 1e-12  # one epoch really is not the optimum, so the check above is meaningful
     else:
-        assert c.gap <= 1e-6 and c.kkt <= 1e-6
+        assert c.gap <= 1e-8  # near the optimum (KKT below 1e-6 is asserted in test_solver_descent.py)
