@@ -2,6 +2,10 @@
 
 Every check must pass; none is marked as an expected failure here.  A
 failing check is a bug to report, not a check to skip.
+
+sigma=3 rather than 1: sklearn's regression check data are 10-dimensional and
+standardised, and at sigma=1 a 40-feature RFF model scores R^2 = 0.24 there
+(scikit-learn's own RBFSampler + Ridge: 0.24 too), below the check's 0.5.
 """
 
 from __future__ import annotations
@@ -11,12 +15,12 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from joker import JokerClassifier, JokerRegressor
 
 ESTIMATORS = [
-    JokerRegressor(sigma=1.0, random_state=0),
-    JokerRegressor(sigma=1.0, n_components=40, random_state=0),
-    JokerRegressor(loss="epsilon_insensitive", sigma=1.0, random_state=0),
-    JokerClassifier(sigma=1.0, random_state=0),
-    JokerClassifier(sigma=1.0, n_components=40, random_state=0),
-    JokerClassifier(loss="logistic", sigma=1.0, random_state=0),
+    JokerRegressor(sigma=3.0, random_state=0),
+    JokerRegressor(sigma=3.0, n_components=40, random_state=0),
+    JokerRegressor(loss="epsilon_insensitive", sigma=3.0, random_state=0),
+    JokerClassifier(sigma=3.0, random_state=0),
+    JokerClassifier(sigma=3.0, n_components=40, random_state=0),
+    JokerClassifier(loss="logistic", sigma=3.0, random_state=0),
 ]
 
 
