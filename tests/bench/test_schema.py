@@ -117,6 +117,7 @@ def test_table4_dataset_list_follows_scale():
     assert cfg.hydra.sweeper.params.dataset == "hepc,msd,susy,higgs,cifar5m"
     spec = resolve_trial(cfg)
     assert spec["timeout_s"] == 14400 and spec["method"]["dtype"] == "float32"
+    assert spec["threads"] == 8
     assert spec["dataset"]["n_train"] is None
 
 
