@@ -109,8 +109,10 @@ def test_block_size_larger_than_n_is_clipped(refs, reg):
     big = JokerRegressor(block_size=100_000, **kw).fit(X, y)
     full = JokerRegressor(block_size=n, **kw).fit(X, y)
     ref = np.linalg.solve(refs.gaussian_kernel(X, X, 1.5) + lam * np.eye(n), y)
-    assert refs.rel_err(big.alpha_, ref) <= 1e-8
-    assert refs.rel_err(big.alpha_, full.alpha_) <= 1e-8
+    assert refs.rel_err(big.alpha_, ref) <= 1e-6  # the KRR acceptance tolerance
+    # clipped means the same fit as block_size = n (same seed): equal up to rounding
+    assert refs.rel_err(big.alpha_, full.alpha_) <= 1e-10
+    assert big.n_epochs_ == full.n_epochs_
 
 
 @pytest.mark.parametrize("loss", ["squared_hinge", "hinge", "logistic"])
