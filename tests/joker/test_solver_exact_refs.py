@@ -180,3 +180,61 @@ def test_reported_certificates_match_math(refs, loss, task, extra, epochs):
         assert c.gap > 1e-12  # one epoch really is not the optimum, so the check above is meaningful
     else:
         assert c.gap <= 1e-8  # near the optimum (KKT below 1e-6 is asserted in test_solver_descent.py)
+
+
+# ------------------------------------------- primal optimum of smooth losses
+
+
+def _odm_loss(y, u, theta, ups):
+    m = y * u
+    return (np.maximum(0.0, 1.0 - theta - m) ** 2 + ups * np.maximum(0.0, m - 1.0 - theta) ** 2) / (1.0 - theta) ** 2
+
+
+def _odm_dloss(y, u, theta, ups):
+    m = y * u
+    return y * (-2.0 * np.maximum(0.0, 1.0 - theta - m) + 2.0 * ups * np.maximum(0.0, m - 1.0 - theta)) / (
+        1.0 - theta
+    ) ** 2
+
+
+@pytest.mark.parametrize("loss", ["logistic", "squared_hinge", "odm"])
+def test_exact_primal_equals_independent_primal_minimum(refs, loss):
+    """The primal P at Joker's solution equals min P found by L-BFGS in the primal.
+
+    theta = sum_i c_i phi(x_i); with K = V S V^T and z = S^(1/2) V^T c,
+    ||theta||^2 = |z|^2 and f = V S^(1/2) z, so P is lam-strongly convex in z.
+    """
+    from scipy.optimize import minimize
+
+    X, y = refs.classification_data(n=250, d=5, seed=8, flip_y=0.1)
+    lam, theta_odm, ups = 0.3, 0.3, 0.5
+    K = refs.gaussian_kernel(X, X, SIGMA)
+    s, V = np.linalg.eigh(K)
+    B = V * np.sqrt(np.clip(s, 0.0, None))
+
+    if loss == "odm":
+        def fun(z):
+            u = B @ z
+            return (0.5 * lam * z @ z + np.sum(_odm_loss(y, u, theta_odm, ups)),
+                    lam * z + B.T @ _odm_dloss(y, u, theta_odm, ups))
+        est = JokerClassifier(loss="odm", odm_theta=theta_odm, odm_upsilon=ups, sigma=SIGMA, lam=lam, block_size=64,
+                              **TIGHT)
+    else:
+        def fun(z):
+            u = B @ z
+            if loss == "logistic":
+                d = -y * refs.expit(-y * u)
+            else:
+                d = -y * np.maximum(0.0, 1.0 - y * u)
+            return 0.5 * lam * z @ z + refs.primal_loss(loss, y, u), lam * z + B.T @ d
+        est = JokerClassifier(loss=loss, sigma=SIGMA, lam=lam, block_size=64, **TIGHT)
+
+    r = minimize(fun, np.zeros(len(y)), jac=True, method="L-BFGS-B",
+                 options=dict(maxiter=20000, ftol=1e-15, gtol=1e-11))
+    P_star = float(r.fun)
+    est.fit(X, y)
+    assert est.dual_gap_ <= 1e-8
+    assert est.primal_ == pytest.approx(P_star, rel=1e-7)
+    assert -est.dual_objective_ * lam == pytest.approx(P_star, rel=1e-7)  # strong duality: min P = -lam min J
+    f_star = B @ r.x
+    assert refs.rel_err(K @ est.alpha_, f_star) <= 1e-3
