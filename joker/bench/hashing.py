@@ -14,7 +14,6 @@ import functools
 import hashlib
 import json
 import os
-from pathlib import Path
 from typing import Any, Dict
 
 from .paths import repo_root

@@ -15,7 +15,6 @@ so that the parent can
 from __future__ import annotations
 
 import threading
-import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Set
 

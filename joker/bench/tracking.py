@@ -223,7 +223,7 @@ class Store:
         str
             The run id.
         """
-        from mlflow.entities import Metric, Param, RunTag
+        from mlflow.entities import Metric, Param
 
         chash = str(tags.get("config_hash", ""))
         if chash:  # runs left RUNNING by a killed sweep: never trusted, mark them
