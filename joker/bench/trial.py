@@ -450,6 +450,7 @@ def main(argv: Optional[list] = None) -> int:
         result.update(_failure(exc))
     result["wall_seconds"] = time.perf_counter() - t0
     result["child_peak_rss_mib"] = rss_bytes()[1] / MIB
+    result["heavy_modules"] = sorted(m for m in ("mlflow", "hydra", "pandas") if m in sys.modules)
     _write_json(result_path, result)
     sys.stdout.flush()
     sys.stderr.flush()

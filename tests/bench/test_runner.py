@@ -39,6 +39,7 @@ def test_peak_rss_is_the_trials_own_even_from_a_large_parent(tmp_path):
     ballast = np.ones(300 * MIB // 8)  # the harness process is big
     out = run_trial(_spec(tmp_path), tmp_path / "t", timeout_s=30, threads=2)
     assert out.result["status"] == "ok"
+    assert out.result["heavy_modules"] == []  # the child never imports MLflow (or Hydra)
     assert out.peak_rss_bytes < 150 * MIB, out.peak_rss_bytes / MIB
     # the pitfall the reaper avoids: a direct child inherits the parent's high-water mark
     p = subprocess.Popen([sys.executable, "-c", "pass"])

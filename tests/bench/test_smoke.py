@@ -85,3 +85,16 @@ def test_one_line_per_trial_and_a_closing_table(smoke_store):
     assert len(lines) == 14
     assert "14 trials:" in out
     assert smoke_store.seconds < 600  # 5 minutes on an idle 2-core machine; shared CI is noisier
+
+
+def test_trial_children_never_import_mlflow(runs, smoke_store):
+    import json
+
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=smoke_store)
+    ran = [r for r in runs if r.data.tags["status"] == "ok"]
+    for r in ran[:3]:
+        result = json.load(open(client.download_artifacts(r.info.run_id, "result.json")))
+        assert "mlflow" not in result["child"]["heavy_modules"], r.data.tags["method"]
+        assert "hydra" not in result["child"]["heavy_modules"], r.data.tags["method"]
