@@ -159,6 +159,10 @@ class _JokerBase(BaseEstimator):
             raise ValueError(f"max_time must be None or a number of seconds > 0, got {self.max_time!r}")
         if self.dtype not in _DTYPES:
             raise ValueError(f"dtype={self.dtype!r}; expected one of {list(_DTYPES)}")
+        try:
+            torch.device(self.device)
+        except (RuntimeError, TypeError) as exc:
+            raise ValueError(f"device={self.device!r} is not a torch device ('cpu', 'cuda', 'cuda:1', ...)") from exc
         if self.solver_options is not None and not isinstance(self.solver_options, dict):
             raise TypeError("solver_options must be a dict of joker.solver.SolverOptions fields")
         return make_loss(self.loss, epsilon=self.epsilon, delta=self.delta, odm_theta=self.odm_theta,

@@ -54,6 +54,8 @@ class ExactKernelOperator:
         ``max_entries * itemsize`` bytes.
     """
 
+    default_min_cg_iter = 50
+
     def __init__(self, X, kernel, sigma, n_outputs, max_entries=2**24):
         self.X = X
         self.kernel = kernel
@@ -132,6 +134,8 @@ class RFFOperator:
     chunk : int
         Rows of psi(X) formed at once for full passes.
     """
+
+    default_min_cg_iter = 10
 
     def __init__(self, X, fmap, n_outputs, chunk=4096):
         self.X = X

@@ -75,8 +75,11 @@ class SolverOptions:
     max_cg_iter : int
         Cap on CG iterations (products with the block Hessian, O(|B|^2 C)
         each) per block visit, over all its trust-region iterations.
-    min_cg_iter : int
-        Floor of the per-visit CG budget.
+    min_cg_iter : int or None
+        Floor of the per-visit CG budget; None: 50 with the exact kernel
+        (small or ill-conditioned problems, e.g. KRR at lam = 1e-3 on a few
+        hundred points, need it), 10 with random features (where a
+        Hessian product costs as much as a quarter of the block's features).
     boundary_fraction : float
         For non-quadratic h (KLR): a step covers at most this fraction of
         the distance of each variable to its bound (interior-point rule).
@@ -140,7 +143,7 @@ class SolverOptions:
     max_cg_iter: int = 100
     cg_rtol: float = 1e-4
     max_restarts: int = 20
-    min_cg_iter: int = 10
+    min_cg_iter: int | None = None
     boundary_fraction: float = 0.9
     inner_work_ratio: float = 1.0
     max_tr_iter: int = 20
@@ -254,7 +257,8 @@ class _Run:
         row_work = op.row_work(bs)
         prod_work = op.product_work(bs, 1)
         budget = int(opts.inner_work_ratio * row_work / max(prod_work, 1))
-        self.cg_budget = max(opts.min_cg_iter, min(opts.max_cg_iter, budget))
+        floor = opts.min_cg_iter if opts.min_cg_iter is not None else op.default_min_cg_iter
+        self.cg_budget = max(floor, min(opts.max_cg_iter, budget))
         self.stats = {"blocks": 0, "skipped": 0, "rejected": 0, "cg_iter": 0, "accepted": 0}
         self.step_duals = []
 
