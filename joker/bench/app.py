@@ -34,8 +34,14 @@ from .tracking import Store, history_curves, resolve_uri, write_history_csv
 log = logging.getLogger(__name__)
 SWEEP_STATE = "sweep.json"
 
+#: Statuses of a recorded trial that a re-run of the sweep tries again
+#: (possibly transient); ok, diverged, over_budget and oom are kept.
+RETRIED_STATUSES = frozenset({"error", "timeout", "skipped"})
+
 
 # ------------------------------------------------------------ sweep context
+
+
 def read_sweep_state(sweep_dir: Path) -> Optional[Dict[str, Any]]:
     """Return what the callback wrote at multirun start, or ``None``."""
     try:
@@ -217,11 +223,15 @@ def run_job(cfg: Any, progress: Optional[bool] = None) -> Dict[str, Any]:
     if ctx["multirun"]:
         label = f"#{ctx['job_num'] + 1}/{total or '?'} {label}"
 
+    retry_failed = False
     if not cfg.rerun:
         found = store.find_finished(chash)
-        if found is not None:
+        if found is not None and found.data.tags.get("status") not in RETRIED_STATUSES:
             s = _summary_from_run(found, spec)
             return _finish(ctx, s, total)
+        # error / timeout / skipped may be transient (a library installed since, a busy
+        # machine): run again; the new record supersedes the old one.
+        retry_failed = found is not None
 
     workdir = ctx["output_dir"] / "trial"
     workdir.mkdir(parents=True, exist_ok=True)
@@ -258,7 +268,7 @@ def run_job(cfg: Any, progress: Optional[bool] = None) -> Dict[str, Any]:
         run_name=f"{spec['method']['name']}@{spec['dataset']['name']}#r{rep}",
         parent_run_id=parent, params=record["params"], metrics=record["metrics"],
         tags=record["tags"], curves=history_curves(record["history"], start_ms),
-        artifacts_dir=art, start_ms=start_ms, end_ms=end_ms, supersede=bool(cfg.rerun),
+        artifacts_dir=art, start_ms=start_ms, end_ms=end_ms, supersede=bool(cfg.rerun) or retry_failed,
     )
     metric = spec["dataset"]["primary_metric"]
     s = {
