@@ -427,6 +427,7 @@ def dbcd_tr(op, loss, Y, lam, options=None, seed=None):
                          "random features keep only theta")
     while not converged and epoch < opts.max_epochs and not out_of_time:
         epoch += 1
+        accepted_before = run.stats["accepted"]
         perm = torch.randperm(n, generator=gen).to(Y.device)
         for start in range(0, n, run.bs):
             if greedy:
@@ -439,9 +440,15 @@ def dbcd_tr(op, loss, Y, lam, options=None, seed=None):
             if opts.max_time is not None and time.perf_counter() - t0 > opts.max_time:
                 out_of_time = True
                 break
-        if epoch % opts.check_every == 0 or out_of_time or epoch == opts.max_epochs:
+        stalled = run.stats["accepted"] == accepted_before
+        if epoch % opts.check_every == 0 or out_of_time or epoch == opts.max_epochs or stalled:
             cert = record(epoch)
             converged = done(cert)
+        if stalled and not converged:
+            # A whole epoch without an accepted step: the iterate cannot move at this
+            # precision (e.g. the float64 floor of a piecewise-linear loss); stop honestly.
+            run.stats["stalled"] = True
+            break
     refresh = opts.refresh_final if opts.refresh_final is not None else Y.dtype == torch.float32
     if refresh:
         op.reset(run.alpha)
@@ -456,7 +463,8 @@ def dbcd_tr(op, loss, Y, lam, options=None, seed=None):
 def warn_not_converged(result, tol, category):
     """Emit ``category`` when the solve stopped before the certificate met tol."""
     if not result.converged:
+        stalled = " (an epoch accepted no step: stalled at this precision)" if result.stats.get("stalled") else ""
         warnings.warn(
             f"Joker stopped after {result.n_epochs} epochs ({result.seconds:.1f} s) at relative duality gap "
             f"{result.certificate.gap:.2e} > tol={tol:g} (KKT residual {result.certificate.kkt:.2e}); "
-            "increase max_epochs / max_time or loosen tol", category, stacklevel=3)
+            f"{stalled}; increase max_epochs / max_time or loosen tol", category, stacklevel=3)
