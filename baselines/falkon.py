@@ -165,6 +165,29 @@ class FalkonFamily(Adapter):
                            f"(rtol {self.options['plateau_rtol']}; a plateau test, Falkon has no certificate)")
 
 
+    def _fit_upstream(self, model: Any, holder: dict, metric: str, X: np.ndarray, target: np.ndarray) -> None:
+        """Fit a built Falkon/LogisticFalkon model with the trial's threads, capturing its output.
+
+        Parameters
+        ----------
+        model : falkon.Falkon or falkon.LogisticFalkon
+        holder : dict
+            Gets ``holder["model"] = model`` (read by the error callback).
+        metric : str
+            Name of the training-error metric of the callback.
+        X : ndarray of shape (n_samples, n_features)
+        target : ndarray of shape (n_samples,)
+        """
+        import torch
+
+        holder["model"] = model
+        self._metric = metric
+        with torch_threads(self.n_threads), capture_output() as lines:
+            self._upstream_log = lines
+            model.fit(torch.from_numpy(X), torch.from_numpy(self._targets(target)))
+        self.model_ = model
+
+
 class FalkonAdapter(FalkonFamily):
     """Falkon KRR (squared loss) for regression and for classification on -1/+1 targets.
 
@@ -196,7 +219,6 @@ class FalkonAdapter(FalkonFamily):
     signal = "training error per CG iteration (Falkon error_fn callback)"
 
     def _fit(self, X: np.ndarray, target: np.ndarray) -> None:
-        import torch
         from falkon import Falkon
         from falkon.kernels import GaussianKernel
 
@@ -222,12 +244,7 @@ class FalkonAdapter(FalkonFamily):
             error_every=every,
             options=opts,
         )
-        holder["model"] = model
-        self._metric = metric
-        with torch_threads(self.n_threads), capture_output() as lines:
-            self._upstream_log = lines
-            model.fit(torch.from_numpy(X), torch.from_numpy(self._targets(target)))
-        self.model_ = model
+        self._fit_upstream(model, holder, metric, X, target)
 
     def _describe(self) -> dict[str, Any]:
         n = self.n_train_

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from .base import Budget, capture_output, torch_threads
+from .base import Budget
 from .conventions import logfalkon_penalty
 from .falkon import FalkonFamily, falkon_error_fn
 
@@ -100,7 +100,6 @@ class LogFalkonAdapter(FalkonFamily):
                             o["final_steps"], o["final_iters"])
 
     def _fit(self, X: np.ndarray, target: np.ndarray) -> None:
-        import torch
         from falkon import LogisticFalkon
         from falkon.gsc_losses import LogisticLoss
         from falkon.kernels import GaussianKernel
@@ -132,12 +131,7 @@ class LogFalkonAdapter(FalkonFamily):
             error_every=every,
             options=opts,
         )
-        holder["model"] = model
-        self._metric = metric
-        with torch_threads(self.n_threads), capture_output() as lines:
-            self._upstream_log = lines
-            model.fit(torch.from_numpy(X), torch.from_numpy(self._targets(target)))
-        self.model_ = model
+        self._fit_upstream(model, holder, metric, X, target)
 
     def _describe(self) -> dict[str, Any]:
         n = self.n_train_
