@@ -263,9 +263,8 @@ class _Run:
         self.step_duals = []
 
     def dual_J(self):
-        f = self.op.decision()
-        return 0.5 * self.op.sq_norm(self.alpha) + float(self.loss.h(self.alpha, self.Y, self.lam).sum()) \
-            if f is not None else math.nan
+        """J(alpha) from the maintained state (||theta||^2 needs no kernel pass)."""
+        return 0.5 * self.op.sq_norm(self.alpha) + float(self.loss.h(self.alpha, self.Y, self.lam).sum())
 
     def block_step(self, B):
         """One block visit: kernel block once, then each output column in turn.
