@@ -54,7 +54,7 @@ class Certificate:
     kkt_abs: float
 
 
-def objectives(loss, alpha, f, y, lam, sq_norm=None):
+def objectives(loss, alpha, f, y, lam, sq_norm=None, sq_norm_dual=None):
     """Primal P and dual J at alpha.
 
     Parameters
@@ -65,7 +65,13 @@ def objectives(loss, alpha, f, y, lam, sq_norm=None):
     lam : float
     sq_norm : float, optional
         ||theta||^2; defaults to alpha . f (exact kernel). In RFF mode pass
-        ||Psi^T alpha||^2 computed from theta.
+        ||theta||^2 of the primal point theta whose decision values are f.
+    sq_norm_dual : float, optional
+        ||Psi^T alpha||^2 for J when the primal point theta is not exactly
+        Psi^T alpha (random features in float32, where theta is maintained
+        by updates); defaults to ``sq_norm``. P(theta) - D(alpha) bounds
+        the suboptimality of theta for any feasible alpha, so the gap stays
+        a certificate of the returned theta.
 
     Returns
     -------
@@ -73,8 +79,10 @@ def objectives(loss, alpha, f, y, lam, sq_norm=None):
     """
     if sq_norm is None:
         sq_norm = float((alpha * f).sum())
+    if sq_norm_dual is None:
+        sq_norm_dual = sq_norm
     P = 0.5 * lam * sq_norm + float(loss.primal(y, f).sum())
-    J = 0.5 * sq_norm + float(loss.h(alpha, y, lam).sum())
+    J = 0.5 * sq_norm_dual + float(loss.h(alpha, y, lam).sum())
     return P, J
 
 
@@ -111,9 +119,9 @@ def kkt_residual(loss, alpha, f, y, lam):
     return r_max / max(1.0, a_max), r_max
 
 
-def certify(loss, alpha, f, y, lam, sq_norm=None):
-    """All certificates at alpha; see :class:`Certificate`."""
-    P, J = objectives(loss, alpha, f, y, lam, sq_norm)
+def certify(loss, alpha, f, y, lam, sq_norm=None, sq_norm_dual=None):
+    """All certificates at alpha; see :class:`Certificate` and :func:`objectives`."""
+    P, J = objectives(loss, alpha, f, y, lam, sq_norm, sq_norm_dual)
     kkt, kkt_abs = kkt_residual(loss, alpha, f, y, lam)
     gap = (P + lam * J) / max(1.0, abs(P))
     return Certificate(primal=P, dual_objective=J, dual=-lam * J, gap=gap, kkt=kkt, kkt_abs=kkt_abs)

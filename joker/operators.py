@@ -55,6 +55,7 @@ class ExactKernelOperator:
     """
 
     default_min_cg_iter = 50
+    cheap_decision = True  # K alpha is maintained: a certificate costs O(nC)
 
     def __init__(self, X, kernel, sigma, n_outputs, max_entries=2**24):
         self.X = X
@@ -136,6 +137,7 @@ class RFFOperator:
     """
 
     default_min_cg_iter = 10
+    cheap_decision = False  # a certificate needs psi(X) theta: one feature pass
 
     def __init__(self, X, fmap, n_outputs, chunk=4096):
         self.X = X
@@ -168,11 +170,60 @@ class RFFOperator:
         return 4 * b * self.fmap.n_components * C
 
     def decision(self):
-        """f = Psi theta on the training set, shape (n, C) (one pass)."""
-        out = torch.empty((self.X.shape[0], self.theta.shape[1]), dtype=self.X.dtype, device=self.X.device)
-        for i in range(0, self.X.shape[0], self.chunk):
-            out[i:i + self.chunk] = self.fmap._transform(self.X[i:i + self.chunk]) @ self.theta
-        return out
+        """f = Psi theta on the training set, shape (n, C) (one pass; none when theta = 0)."""
+        return self.certificate_pass(None)[0]
+
+    def certificate_pass(self, alpha):
+        """One feature pass for a rigorous certificate of (theta, alpha).
+
+        Parameters
+        ----------
+        alpha : tensor of shape (n, C) or None
+
+        Returns
+        -------
+        f : tensor of shape (n, C)
+            Psi theta, the decision values of the maintained theta.
+        sq_norm_dual : float or None
+            ||Psi^T alpha||^2 computed afresh (theta drifts from Psi^T alpha
+            by rounding, mostly in float32); None when alpha is None.
+        """
+        n, C = self.X.shape[0], self.theta.shape[1]
+        out = torch.zeros((n, C), dtype=self.X.dtype, device=self.X.device)
+        fresh = torch.zeros_like(self.theta) if alpha is not None else None
+        if not bool(self.theta.any()) and (alpha is None or not bool(alpha.any())):
+            return out, (0.0 if alpha is not None else None)
+        for i in range(0, n, self.chunk):
+            Psi = self.fmap._transform(self.X[i:i + self.chunk])
+            out[i:i + self.chunk] = Psi @ self.theta
+            if fresh is not None:
+                fresh += Psi.T @ alpha[i:i + self.chunk]
+        return out, (float((fresh * fresh).sum()) if fresh is not None else None)
+
+    def lag_rows(self, blk, theta, alpha_B):
+        """Rows of a lagged certificate from a block's features (no new feature pass).
+
+        Parameters
+        ----------
+        blk : block view (its ``Psi`` = psi(X_B) is reused)
+        theta : tensor of shape (M, C)
+            theta of the iterate being certified.
+        alpha_B : tensor of shape (|B|, C)
+            That iterate's alpha on the block.
+
+        Returns
+        -------
+        (f_B, theta_B) : Psi_B theta and Psi_B^T alpha_B.
+        """
+        return blk.Psi @ theta, blk.Psi.T @ alpha_B
+
+    def snapshot(self):
+        """Copy of the state (theta), for :meth:`restore`."""
+        return self.theta.clone()
+
+    def restore(self, state):
+        """Return to a :meth:`snapshot`."""
+        self.theta.copy_(state)
 
     def sq_norm(self, alpha):
         """||theta||^2."""
