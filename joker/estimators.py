@@ -22,7 +22,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from .features import RandomFourierFeatures
-from .kernels import KERNELS, kernel_block, median_sigma
+from .kernels import KERNELS, kernel_matmul, median_sigma
 from .losses import CLASSIFICATION_LOSSES, REGRESSION_LOSSES, make_loss
 from .operators import ExactKernelOperator, RFFOperator
 from .solver import SolverOptions, dbcd_tr, warn_not_converged
@@ -259,14 +259,11 @@ class _JokerBase(BaseEstimator):
             for i in range(0, Xt.shape[0], 4096):
                 out[i:i + 4096] = self.feature_map_._transform(Xt[i:i + 4096]) @ self._theta
             return out
-        Xc = Xt - self.X_mean_
-        Xf = self._X_fit
-        sq_f = (Xf * Xf).sum(1)
-        step = max(1, 2**24 // max(1, Xf.shape[0]))
-        out = torch.empty((Xc.shape[0], self._alpha.shape[1]), dtype=Xt.dtype, device=Xt.device)
-        for i in range(0, Xc.shape[0], step):
-            out[i:i + step] = kernel_block(Xc[i:i + step], Xf, self.kernel, self.sigma_, None, sq_f) @ self._alpha
-        return out
+        # Only the support (non-zero rows of alpha) contributes: for an SVM most
+        # of the training set drops out.
+        sv = torch.nonzero(self._alpha.abs().sum(1) > 0).flatten()
+        Xf = self._X_fit[sv]
+        return kernel_matmul(Xt - self.X_mean_, Xf, self._alpha[sv], self.kernel, self.sigma_)
 
     def _decision(self, X):
         check_is_fitted(self, "n_epochs_")

@@ -59,8 +59,8 @@ class Loss:
     quadratic : bool
         True when h is piecewise quadratic (the block model is exact).
     greedy_blocks : bool
-        True when the solver's ``selection="auto"`` should pick greedy
-        (largest-residual) blocks in exact mode.
+        True when the solver's ``selection="auto"`` should turn to greedy
+        (largest-residual) blocks in exact mode once the gap is small.
     """
 
     name = "loss"
@@ -219,7 +219,6 @@ class EpsilonInsensitiveLoss(PiecewiseQuadraticLoss):
 
     name = "epsilon_insensitive"
     kinked = True
-    greedy_blocks = True  # bounded box: greedy working sets skip non-support vectors
 
     def __init__(self, epsilon=0.1):
         if not epsilon >= 0:
@@ -247,7 +246,7 @@ class HingeLoss(PiecewiseQuadraticLoss):
     """
 
     name = "hinge"
-    greedy_blocks = True  # bounded box: greedy working sets skip non-support vectors
+    greedy_blocks = True  # greedy working sets polish the last violators (SolverOptions.selection)
 
     def primal(self, y, u):
         return torch.clamp(1.0 - y * u, min=0.0)

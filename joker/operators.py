@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import torch
 
-from .kernels import kernel_block
+from .kernels import kernel_block, kernel_matmul
 
 __all__ = ["ExactKernelOperator", "RFFOperator"]
 
 
 class _ExactBlock:
+    dense = True  # K_BB is formed: the inner CG may gather its free block
+
     def __init__(self, op, B):
         self.op = op
         self.B = B
@@ -57,7 +59,7 @@ class ExactKernelOperator:
     default_min_cg_iter = 50
     cheap_decision = True  # K alpha is maintained: a certificate costs O(nC)
 
-    def __init__(self, X, kernel, sigma, n_outputs, max_entries=2**24):
+    def __init__(self, X, kernel, sigma, n_outputs, max_entries=2**20):
         self.X = X
         self.kernel = kernel
         self.sigma = float(sigma)
@@ -67,14 +69,8 @@ class ExactKernelOperator:
 
     def _kmv(self, rows_X, rows_sq, cols, A):
         """K[rows, cols] @ A, chunked over rows."""
-        n = rows_X.shape[0]
-        out = torch.empty((n, A.shape[1]), dtype=A.dtype, device=A.device)
-        Xc, sqc = self.X[cols], self.sq[cols]
-        step = max(1, self.max_entries // max(1, len(cols)))
-        for i in range(0, n, step):
-            Kc = kernel_block(rows_X[i:i + step], Xc, self.kernel, self.sigma, rows_sq[i:i + step], sqc)
-            out[i:i + step] = Kc @ A
-        return out
+        return kernel_matmul(rows_X, self.X[cols], A, self.kernel, self.sigma, rows_sq, self.sq[cols],
+                             max_entries=self.max_entries)
 
     def reset(self, alpha):
         """Recompute f = K alpha from scratch (one pass over the kernel)."""

@@ -52,15 +52,15 @@ def box_tr_cg(g, Qmv, lo, hi, radius=math.inf, max_iter=50, rtol=1e-3, max_resta
     ----------
     g : tensor of shape (b, C)
         Gradient of the block objective at the current point.
-    Qmv : callable
-        ``Qmv(P)`` returns Q @ P for P of shape (b, C); Q symmetric
-        positive semi-definite (the block Hessian K_BB + diag(h'')).
+    Qmv : callable or tensor of shape (b, b)
+        ``Qmv(P)`` returns Q @ P for P of shape (b, C), or Q itself; Q
+        symmetric positive semi-definite (the block Hessian K_BB + diag(h'')).
     lo, hi : tensors of shape (b, C)
         Bounds on the step (lo <= 0 <= hi; may be +-inf).
     radius : float
         Trust-region radius (Frobenius norm of the step); inf for none.
     max_iter : int
-        Cap on the total number of CG iterations (Q products).
+        Cap on the total number of CG iterations.
     rtol : float
         Stop when the free-variable residual falls below rtol times its
         initial norm.
@@ -75,15 +75,38 @@ def box_tr_cg(g, Qmv, lo, hi, radius=math.inf, max_iter=50, rtol=1e-3, max_resta
         Model value m(S) <= 0 (the predicted change of the objective).
     n_iter : int
         CG iterations used.
+
+    Notes
+    -----
+    Cost: one product with Q per CG iteration, one or two per restart and
+    one at the end. The model along a CG direction is known in closed form
+    (g.p = -r.r), so the truncated point of a box hit costs no product; the
+    projected point costs one, which is also the gradient of the restart.
     """
+    shape = g.shape
+    if torch.is_tensor(Qmv):
+        Q = Qmv
+        if shape[1] == 1:
+            def Qv(v):
+                return torch.mv(Q, v)
+        else:
+            def Qv(v):
+                return (Q @ v.view(shape)).view(-1)
+    else:
+        def Qv(v):
+            return Qmv(v.view(shape)).reshape(-1)
+    # Flat vectors: an iteration is one product and a handful of fused vector ops.
+    g, lo, hi = g.reshape(-1), lo.reshape(-1), hi.reshape(-1)
     S = torch.zeros_like(g)
     grad = g.clone()
     n_iter = 0
     r0 = None
+    m_cur = 0.0  # model value at S
+    finite_radius = math.isfinite(radius)
     for _ in range(max_restarts + 1):
-        free = ~(((S <= lo) & (grad > 0)) | ((S >= hi) & (grad < 0)))
-        r = torch.where(free, -grad, torch.zeros_like(grad))
-        rr = float((r * r).sum())
+        free = (~(((S <= lo) & (grad > 0)) | ((S >= hi) & (grad < 0)))).to(g.dtype)
+        r = grad.mul(free).neg_()
+        rr = float(torch.dot(r, r))
         if r0 is None:
             r0 = rr
         if rr == 0.0 or rr <= rtol * rtol * r0 or n_iter >= max_iter:
@@ -93,53 +116,56 @@ def box_tr_cg(g, Qmv, lo, hi, radius=math.inf, max_iter=50, rtol=1e-3, max_resta
         done = False
         while n_iter < max_iter:
             n_iter += 1
-            Qp = Qmv(p)
-            Qp = torch.where(free, Qp, torch.zeros_like(Qp))
-            pQp = float((p * Qp).sum())
-            t_box = _box_step(S, p, lo, hi)
+            Qp = Qv(p).mul_(free)
+            pQp = float(torch.dot(p, Qp))
+            t_rad = _boundary_step(S, p, radius) if finite_radius else math.inf
             if pQp <= 0.0:
                 # Non-positive curvature: go as far as the box and the radius allow.
-                t = min(t_box, _boundary_step(S, p, radius))
-                if not math.isfinite(t):
-                    done = True
-                    break
-                S = torch.minimum(torch.maximum(S + t * p, lo), hi)
+                t = min(_box_step(S, p, lo, hi), t_rad)
+                if math.isfinite(t):
+                    S = torch.clamp(S + t * p, lo, hi)
                 done = True
                 break
             a = rr / pQp
-            t_rad = _boundary_step(S, p, radius) if math.isfinite(radius) else math.inf
+            trial = torch.add(S, p, alpha=a)
+            leaves_box = not torch.equal(trial, torch.clamp(trial, lo, hi))
+            t_box = _box_step(S, p, lo, hi) if leaves_box else math.inf
             if a >= t_rad and t_rad <= t_box:
                 # Leaves the trust region first: stop on its boundary (Steihaug).
-                S = torch.minimum(torch.maximum(S + t_rad * p, lo), hi)
+                S = torch.clamp(S + t_rad * p, lo, hi)
                 done = True
                 break
-            if a > t_box:
+            if leaves_box:
                 # Leaves the box: keep the better of projection and truncation.
-                S_trunc = S + t_box * p
-                S_proj = torch.minimum(torch.maximum(S + a * p, lo), hi)
-                if math.isfinite(radius):
+                S_proj = torch.clamp(trial, lo, hi)
+                if finite_radius:
                     nrm = float(torch.linalg.vector_norm(S_proj))
                     if nrm > radius:
                         S_proj = S_proj * (radius / nrm)
-                S_trunc = torch.minimum(torch.maximum(S_trunc, lo), hi)
-                m_trunc = float((g * S_trunc).sum() + 0.5 * (S_trunc * Qmv(S_trunc)).sum())
-                m_proj = float((g * S_proj).sum() + 0.5 * (S_proj * Qmv(S_proj)).sum())
-                S = S_proj if m_proj <= m_trunc else S_trunc
+                QS = Qv(S_proj)
+                m_proj = float(torch.dot(g, S_proj) + 0.5 * torch.dot(S_proj, QS))
+                m_trunc = m_cur - t_box * rr + 0.5 * t_box * t_box * pQp
+                if m_proj <= m_trunc:
+                    S, m_cur, grad = S_proj, m_proj, g + QS
+                else:
+                    S = torch.clamp(S + t_box * p, lo, hi)
+                    QS = Qv(S)
+                    m_cur, grad = float(torch.dot(g, S) + 0.5 * torch.dot(S, QS)), g + QS
                 restart = True
                 break
-            S = S + a * p
-            r = r - a * Qp
-            rr_new = float((r * r).sum())
+            S = trial
+            m_cur -= 0.5 * a * rr
+            r.add_(Qp, alpha=-a)
+            rr_new = float(torch.dot(r, r))
             if rr_new <= rtol * rtol * r0:
                 done = True
                 break
-            p = r + (rr_new / rr) * p
+            p = torch.add(r, p, alpha=rr_new / rr)
             rr = rr_new
         if done or not restart:
             break
-        grad = g + Qmv(S)
-    QS = Qmv(S)
-    pred = float((g * S).sum() + 0.5 * (S * QS).sum())
+    QS = Qv(S)
+    pred = float(torch.dot(g, S) + 0.5 * torch.dot(S, QS))
     if pred > 0.0:  # rounding or a bad projection: never return an ascent step
-        return torch.zeros_like(g), 0.0, n_iter
-    return S, pred, n_iter
+        return torch.zeros(shape, dtype=g.dtype, device=g.device), 0.0, n_iter
+    return S.view(shape), pred, n_iter
