@@ -7,8 +7,9 @@ Solves approximately (Joker, Alg. 2; joker-math.md s.4 step 2)::
 with lo <= 0 <= hi. CG runs on the free variables (those not at a bound with
 the gradient pointing out of the box). When a CG step leaves the box, the
 better (lower model value) of the projected point and the point where the
-step first meets a bound is kept, the active set is rebuilt and CG restarts;
-when it leaves the trust region or meets non-positive curvature, the step
+step first meets a bound is kept, the active set is rebuilt and CG restarts
+(also after CG converges on a face, when a variable held at a bound now has a
+gradient pointing into the box); when it leaves the trust region or meets non-positive curvature, the step
 stops on the boundary (projected onto the box) -- Steihaug's rule. Every
 accepted iterate lowers m, so the returned step always has m(s) <= 0.
 
@@ -158,7 +159,10 @@ def box_tr_cg(g, Qmv, lo, hi, radius=math.inf, max_iter=50, rtol=1e-3, max_resta
             r.add_(Qp, alpha=-a)
             rr_new = float(torch.dot(r, r))
             if rr_new <= rtol * rtol * r0:
-                done = True
+                # Converged on this face: a bound variable may now want to leave
+                # its bound; the restart test below decides (one product).
+                grad = g + Qv(S)
+                restart = True
                 break
             p = torch.add(r, p, alpha=rr_new / rr)
             rr = rr_new
