@@ -100,7 +100,7 @@ class _JokerBase(BaseEstimator):
 
     _losses = {}
 
-    def __init__(self, loss, kernel="gaussian", sigma="median", lam=1.0, n_components=None, block_size=512,
+    def __init__(self, loss, kernel="gaussian", sigma="median", lam=1.0, n_components=None, block_size=256,
                  tol=1e-3, kkt_tol=None, max_epochs=100, max_time=None, epsilon=0.1, delta=1.0, odm_theta=0.1,
                  odm_upsilon=0.5, device="cpu", dtype="float64", random_state=None, solver_options=None,
                  verbose=0):
@@ -328,7 +328,7 @@ class JokerRegressor(RegressorMixin, _JokerBase):
     _losses = REGRESSION_LOSSES
 
     def __init__(self, loss="squared", kernel="gaussian", sigma="median", lam=1.0, n_components=None,
-                 block_size=512, tol=1e-3, kkt_tol=None, max_epochs=100, max_time=None, epsilon=0.1, delta=1.0,
+                 block_size=256, tol=1e-3, kkt_tol=None, max_epochs=100, max_time=None, epsilon=0.1, delta=1.0,
                  device="cpu", dtype="float64", random_state=None, solver_options=None, verbose=0):
         super().__init__(loss=loss, kernel=kernel, sigma=sigma, lam=lam, n_components=n_components,
                          block_size=block_size, tol=tol, kkt_tol=kkt_tol, max_epochs=max_epochs,
@@ -417,7 +417,7 @@ class JokerClassifier(ClassifierMixin, _JokerBase):
     _losses = CLASSIFICATION_LOSSES
 
     def __init__(self, loss="squared_hinge", kernel="gaussian", sigma="median", lam=1.0, n_components=None,
-                 block_size=512, tol=1e-3, kkt_tol=None, max_epochs=100, max_time=None, odm_theta=0.1,
+                 block_size=256, tol=1e-3, kkt_tol=None, max_epochs=100, max_time=None, odm_theta=0.1,
                  odm_upsilon=0.5, device="cpu", dtype="float64", random_state=None, solver_options=None,
                  verbose=0):
         super().__init__(loss=loss, kernel=kernel, sigma=sigma, lam=lam, n_components=n_components,

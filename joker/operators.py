@@ -26,7 +26,7 @@ class _ExactBlock:
     def __init__(self, op, B):
         self.op = op
         self.B = B
-        self.f = op.f[B]
+        self.f = op.f[B].to(op.X.dtype)
         self._K = None
 
     @property
@@ -65,7 +65,11 @@ class ExactKernelOperator:
         self.sigma = float(sigma)
         self.sq = (X * X).sum(1)
         self.max_entries = int(max_entries)
-        self.f = torch.zeros((X.shape[0], n_outputs), dtype=X.dtype, device=X.device)
+        # f accumulates in float64 even when the kernel is float32: the updates
+        # then add no drift of their own, so f stays as exact as a fresh
+        # float32 pass and no refresh pass is needed before a certificate.
+        acc = torch.float64 if X.dtype in (torch.float16, torch.bfloat16, torch.float32) else X.dtype
+        self.f = torch.zeros((X.shape[0], n_outputs), dtype=acc, device=X.device)
 
     def _kmv(self, rows_X, rows_sq, cols, A):
         """K[rows, cols] @ A, chunked over rows."""
@@ -79,7 +83,7 @@ class ExactKernelOperator:
         step = max(1, self.max_entries // max(1, self.X.shape[0]))
         for j in range(0, len(nz), step):
             cols = nz[j:j + step]
-            self.f += self._kmv(self.X, self.sq, cols, alpha[cols])
+            self.f += self._kmv(self.X, self.sq, cols, alpha[cols].to(self.X.dtype))
 
     def block(self, B):
         """Block view: ``.f`` = (K alpha)_B, ``.mv(P)`` = K_BB @ P (lazy)."""
@@ -107,7 +111,7 @@ class ExactKernelOperator:
 
     def sq_norm(self, alpha):
         """||theta||^2 = alpha^T K alpha."""
-        return float((alpha * self.f).sum())
+        return float((alpha.to(self.f.dtype) * self.f).sum())
 
 
 class _RFFBlock:

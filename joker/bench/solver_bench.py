@@ -297,7 +297,7 @@ def spawn(name, *, timeout, threads, dtype, max_epochs, verbose=0):
     env = dict(os.environ)
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         env[var] = str(threads)
-    env["OMP_WAIT_POLICY"] = "PASSIVE"
+    env.pop("OMP_WAIT_POLICY", None)  # runtime default, as in the harness (joker.bench.runner.thread_env)
     with tempfile.TemporaryDirectory(prefix="solver_bench_") as tmp:
         res_path = os.path.join(tmp, "result.json")
         err_path = os.path.join(tmp, "stderr.txt")
