@@ -15,7 +15,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-__all__ = ["KERNELS", "sq_dists", "kernel_block", "kernel_matmul", "median_sigma", "check_kernel"]
+__all__ = ["KERNELS", "sq_dists", "kernel_block", "kernel_matmul", "gaussian_factors", "median_sigma",
+           "check_kernel"]
 
 KERNELS = ("gaussian", "laplacian")
 
@@ -88,7 +89,29 @@ def kernel_block(X, Z, kernel, sigma, X_sq=None, Z_sq=None):
 _FACTORED_BOUND = {torch.float32: 40.0, torch.float64: 300.0}
 
 
-def kernel_matmul(X, Z, A, kernel, sigma, X_sq=None, Z_sq=None, max_entries=2**20):
+def gaussian_factors(X_sq, sigma):
+    """Row factors exp(-||x||^2 / (2 sigma^2)) of the factored Gaussian kernel, or None when unsafe.
+
+    Parameters
+    ----------
+    X_sq : tensor of shape (n,)
+        Squared row norms.
+    sigma : float
+
+    Returns
+    -------
+    tensor of shape (n,) or None
+        None when some ||x||^2 / (2 sigma^2) exceeds the bound of
+        :func:`kernel_matmul` for this dtype.
+    """
+    inv2s2 = 0.5 / (float(sigma) ** 2)
+    bound = _FACTORED_BOUND.get(X_sq.dtype)
+    if bound is None or (X_sq.numel() and float(X_sq.max()) * inv2s2 > bound):
+        return None
+    return torch.exp(X_sq * -inv2s2)
+
+
+def kernel_matmul(X, Z, A, kernel, sigma, X_sq=None, Z_sq=None, max_entries=2**20, X_fac=None, Z_fac=None):
     """``K(X, Z) @ A`` without forming K(X, Z) whole.
 
     Row chunks of at most ``max_entries`` kernel entries (4 MiB in float32
@@ -117,6 +140,9 @@ def kernel_matmul(X, Z, A, kernel, sigma, X_sq=None, Z_sq=None, max_entries=2**2
         Squared row norms.
     max_entries : int
         Largest chunk of kernel entries formed at once.
+    X_fac, Z_fac : tensors of shape (n,) and (m,), optional
+        Precomputed :func:`gaussian_factors` of X and Z (both, or neither);
+        giving them skips the norm check and the exponentials of the rows.
 
     Returns
     -------
@@ -132,17 +158,15 @@ def kernel_matmul(X, Z, A, kernel, sigma, X_sq=None, Z_sq=None, max_entries=2**2
         Z_sq = (Z * Z).sum(1)
     step = max(1, int(max_entries) // m)
     inv2s2 = 0.5 / (float(sigma) ** 2)
-    bound = _FACTORED_BOUND.get(X.dtype)
-    factored = (kernel == "gaussian" and bound is not None
-                and float(X_sq.max()) * inv2s2 <= bound and float(Z_sq.max()) * inv2s2 <= bound)
-    if factored:
-        cA = torch.exp(Z_sq * -inv2s2)[:, None] * A
+    if kernel == "gaussian" and (X_fac is None or Z_fac is None):
+        X_fac, Z_fac = gaussian_factors(X_sq, sigma), gaussian_factors(Z_sq, sigma)
+    if kernel == "gaussian" and X_fac is not None and Z_fac is not None:
+        cA = Z_fac[:, None] * A
         Zt = Z.T * (2.0 * inv2s2)
         for i in range(0, n, step):
             E = torch.mm(X[i:i + step], Zt).exp_()
             torch.mm(E, cA, out=out[i:i + step])
-            out[i:i + step] *= torch.exp(X_sq[i:i + step] * -inv2s2)[:, None]
-        return out
+        return out.mul_(X_fac[:, None])
     for i in range(0, n, step):
         out[i:i + step] = kernel_block(X[i:i + step], Z, kernel, sigma, X_sq[i:i + step], Z_sq) @ A
     return out

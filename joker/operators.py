@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from .kernels import kernel_block, kernel_matmul
+from .kernels import gaussian_factors, kernel_block, kernel_matmul
 
 __all__ = ["ExactKernelOperator", "RFFOperator"]
 
@@ -65,6 +65,8 @@ class ExactKernelOperator:
         self.sigma = float(sigma)
         self.sq = (X * X).sum(1)
         self.max_entries = int(max_entries)
+        # row factors of the factored Gaussian products (None: not safe or not Gaussian)
+        self.fac = gaussian_factors(self.sq, self.sigma) if kernel == "gaussian" else None
         # f accumulates in float64 even when the kernel is float32: the updates
         # then add no drift of their own, so f stays as exact as a fresh
         # float32 pass and no refresh pass is needed before a certificate.
@@ -72,9 +74,11 @@ class ExactKernelOperator:
         self.f = torch.zeros((X.shape[0], n_outputs), dtype=acc, device=X.device)
 
     def _kmv(self, rows_X, rows_sq, cols, A):
-        """K[rows, cols] @ A, chunked over rows."""
+        """K[all rows, cols] @ A, chunked over rows (rows_X is the whole training set)."""
+        fac = self.fac
         return kernel_matmul(rows_X, self.X[cols], A, self.kernel, self.sigma, rows_sq, self.sq[cols],
-                             max_entries=self.max_entries)
+                             max_entries=self.max_entries, X_fac=fac,
+                             Z_fac=None if fac is None else fac[cols])
 
     def reset(self, alpha):
         """Recompute f = K alpha from scratch (one pass over the kernel)."""

@@ -40,9 +40,8 @@ def _boundary_step(S, p, radius):
 def _box_step(S, p, lo, hi):
     """Largest t >= 0 with lo <= S + t p <= hi (inf when unbounded)."""
     with torch.no_grad():
-        up = torch.where(p > 0, (hi - S) / p, torch.full_like(S, math.inf))
-        dn = torch.where(p < 0, (lo - S) / p, torch.full_like(S, math.inf))
-        t = torch.minimum(up, dn).min()
+        t = torch.where(p > 0, hi - S, lo - S).div_(p)  # >= 0 wherever p != 0
+        t = torch.where(p != 0, t, math.inf).min()
     return max(float(t), 0.0)
 
 
