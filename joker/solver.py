@@ -580,8 +580,8 @@ def dbcd_tr(op, loss, Y, lam, options=None, seed=None):
 def warn_not_converged(result, tol, category):
     """Emit ``category`` when the solve stopped before the certificate met tol."""
     if not result.converged:
-        stalled = " (an epoch accepted no step: stalled at this precision)" if result.stats.get("stalled") else ""
+        stalled = "an epoch accepted no step (stalled at this precision); " if result.stats.get("stalled") else ""
         warnings.warn(
             f"Joker stopped after {result.n_epochs} epochs ({result.seconds:.1f} s) at relative duality gap "
             f"{result.certificate.gap:.2e} > tol={tol:g} (KKT residual {result.certificate.kkt:.2e}); "
-            f"{stalled}; increase max_epochs / max_time or loosen tol", category, stacklevel=3)
+            f"{stalled}increase max_epochs / max_time or loosen tol", category, stacklevel=3)
