@@ -155,6 +155,9 @@ class _JokerBase(BaseEstimator):
                 raise ValueError(f"n_components must be >= 1, got {self.n_components}")
         if not (isinstance(self.tol, numbers.Real) and self.tol >= 0):
             raise ValueError(f"tol must be a number >= 0, got {self.tol!r}")
+        if self.kkt_tol is not None and not (isinstance(self.kkt_tol, numbers.Real) and not isinstance(self.kkt_tol, bool)
+                                             and np.isfinite(self.kkt_tol) and self.kkt_tol >= 0):
+            raise ValueError(f"kkt_tol must be None or a finite number >= 0, got {self.kkt_tol!r}")
         if self.max_time is not None and not (isinstance(self.max_time, numbers.Real) and self.max_time > 0):
             raise ValueError(f"max_time must be None or a number of seconds > 0, got {self.max_time!r}")
         if self.dtype not in _DTYPES:
@@ -163,6 +166,9 @@ class _JokerBase(BaseEstimator):
             torch.device(self.device)
         except (RuntimeError, TypeError) as exc:
             raise ValueError(f"device={self.device!r} is not a torch device ('cpu', 'cuda', 'cuda:1', ...)") from exc
+        if torch.device(self.device).type == "cuda" and not torch.cuda.is_available():
+            raise ValueError(f"device={self.device!r} but this torch build or machine has no CUDA device; "
+                             "use device='cpu'")
         if self.solver_options is not None and not isinstance(self.solver_options, dict):
             raise TypeError("solver_options must be a dict of joker.solver.SolverOptions fields")
         return make_loss(self.loss, epsilon=self.epsilon, delta=self.delta, odm_theta=self.odm_theta,
@@ -192,7 +198,17 @@ class _JokerBase(BaseEstimator):
     def _solve(self, X, Y, loss):
         """Fit on X (any array/tensor of shape (n, d)) and targets Y (tensor (n, C))."""
         t0 = time.perf_counter()
-        Xt = self._torch(X)
+        for attr in ("alpha_", "coef_", "feature_map_", "X_mean_"):  # nothing of an earlier fit survives
+            self.__dict__.pop(attr, None)
+        if self.n_components is None:
+            # Centre before any cast to float32: kernels are shift-invariant, and a
+            # large offset would otherwise round the inputs themselves.
+            X64 = X.detach().to(torch.float64) if _is_tensor(X) else torch.from_numpy(np.asarray(X, dtype=np.float64))
+            mean64 = X64.mean(0)
+            Xt = self._torch(X64 - mean64)
+            self._X_mean64 = mean64.to(device=Xt.device)
+        else:
+            Xt = self._torch(X)
         n = Xt.shape[0]
         if self.sigma == "median":
             if n < 2:
@@ -216,8 +232,8 @@ class _JokerBase(BaseEstimator):
         seed = int(rs.randint(np.iinfo(np.int32).max))
         C = Y.shape[1]
         if self.n_components is None:
-            self.X_mean_ = Xt.mean(0)
-            self._X_fit = Xt - self.X_mean_  # kernels are shift-invariant; centring tames float32 distances
+            self.X_mean_ = self._X_mean64.to(Xt.dtype)
+            self._X_fit = Xt  # centred in float64 above
             op = ExactKernelOperator(self._X_fit, self.kernel, self.sigma_, C)
         else:
             self.feature_map_ = RandomFourierFeatures(int(self.n_components), self.kernel, self.sigma_,
@@ -244,7 +260,7 @@ class _JokerBase(BaseEstimator):
         if options.trace_steps:
             self.step_duals_ = np.asarray(res.step_duals)
         self.fit_time_ = time.perf_counter() - t0
-        warn_not_converged(res, options.tol, ConvergenceWarning)
+        warn_not_converged(res, options.tol, ConvergenceWarning, options.kkt_tol)
         return self
 
     def _out(self, T):
@@ -263,7 +279,9 @@ class _JokerBase(BaseEstimator):
         # of the training set drops out.
         sv = torch.nonzero(self._alpha.abs().sum(1) > 0).flatten()
         Xf = self._X_fit[sv]
-        return kernel_matmul(Xt - self.X_mean_, Xf, self._alpha[sv], self.kernel, self.sigma_)
+        Xq = X.detach().to(torch.float64) if _is_tensor(X) else torch.from_numpy(np.asarray(X, dtype=np.float64))
+        Xc = self._torch(Xq - self._X_mean64.to(Xq.device))
+        return kernel_matmul(Xc, Xf, self._alpha[sv], self.kernel, self.sigma_)
 
     def _decision(self, X):
         check_is_fitted(self, "n_epochs_")
@@ -354,6 +372,9 @@ class JokerRegressor(RegressorMixin, _JokerBase):
             X = torch.as_tensor(X) if not _is_tensor(X) else X
             y = torch.as_tensor(np.asarray(y)) if not _is_tensor(y) else y
             X = self._validate_X(X, reset=True)
+            if y.ndim not in (1, 2):
+                raise ValueError(f"y must be of shape (n_samples,) or (n_samples, n_outputs), got shape "
+                                 f"{tuple(y.shape)}")
             if y.shape[0] != X.shape[0]:
                 raise ValueError(f"X and y have inconsistent numbers of samples: {X.shape[0]} != {y.shape[0]}")
             if torch.is_floating_point(y) and not bool(torch.isfinite(y).all()):
@@ -456,7 +477,7 @@ class JokerClassifier(ClassifierMixin, _JokerBase):
         self.classes_, y_idx = np.unique(y, return_inverse=True)
         if len(self.classes_) < 2:
             raise ValueError(f"JokerClassifier needs samples of at least 2 classes in the data, but the data "
-                             f"contains only one class: {self.classes_[0]!r}")
+                             f"contains only one class: {self.classes_[0].item() if hasattr(self.classes_[0], 'item') else self.classes_[0]!r}")
         if len(self.classes_) == 2:
             Y = np.where(y_idx == 1, 1.0, -1.0)[:, None]
         else:

@@ -40,6 +40,7 @@ computed every ``check_every`` epochs and at the end, into a history.
 from __future__ import annotations
 
 import math
+import numbers
 import time
 import warnings
 from dataclasses import dataclass, field, fields
@@ -180,6 +181,42 @@ class SolverOptions:
     trace_steps: bool = False
     refresh_final: bool | None = None
     verbose: int = 0
+
+    def __post_init__(self):
+        def num(name, lo=None, hi=None, lo_open=False, hi_open=False, none_ok=False, integral=False):
+            v = getattr(self, name)
+            if v is None and none_ok:
+                return
+            kind = "an int" if integral else "a number"
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral if integral else numbers.Real):
+                raise TypeError(f"solver option {name} must be {kind}{' or None' if none_ok else ''}, got {v!r}")
+            if not math.isfinite(v) and not (hi is None and v == math.inf):
+                raise ValueError(f"solver option {name} must be finite, got {v!r}")
+            if lo is not None and (v <= lo if lo_open else v < lo):
+                raise ValueError(f"solver option {name} must be {'>' if lo_open else '>='} {lo}, got {v!r}")
+            if hi is not None and (v >= hi if hi_open else v > hi):
+                raise ValueError(f"solver option {name} must be {'<' if hi_open else '<='} {hi}, got {v!r}")
+
+        for name in ("block_size", "check_every", "max_cg_iter", "max_tr_iter"):
+            num(name, lo=1, integral=True)
+        num("max_epochs", lo=0, integral=True)
+        num("max_restarts", lo=0, integral=True)
+        num("min_cg_iter", lo=1, integral=True, none_ok=True)
+        num("tol", lo=0)
+        num("kkt_tol", lo=0, none_ok=True)
+        num("max_time", lo=0, lo_open=True, none_ok=True)
+        num("cg_rtol", lo=0, hi=1, hi_open=True)
+        num("boundary_fraction", lo=0, hi=1, lo_open=True, hi_open=True)
+        num("inner_work_ratio", lo=0, lo_open=True)
+        num("block_rtol", lo=0, hi=1, hi_open=True)
+        num("eta", lo=0, hi=0.25, hi_open=True)
+        num("radius0", lo=0, lo_open=True, none_ok=True)
+        num("shrink", lo=0, hi=1, lo_open=True, hi_open=True)
+        num("grow", lo=1)
+        num("skip_ratio", lo=0, hi=1, hi_open=True)
+        num("greedy_gap", lo=0, none_ok=True)
+        if self.selection not in ("auto", "random", "greedy"):
+            raise ValueError(f"selection={self.selection!r}; expected 'auto', 'random' or 'greedy'")
 
     @classmethod
     def from_dict(cls, d):
@@ -577,11 +614,18 @@ def dbcd_tr(op, loss, Y, lam, options=None, seed=None):
                        history=history, seconds=seconds, step_duals=run.step_duals, stats=run.stats)
 
 
-def warn_not_converged(result, tol, category):
-    """Emit ``category`` when the solve stopped before the certificate met tol."""
+def warn_not_converged(result, tol, category, kkt_tol=None):
+    """Emit ``category`` when the solve stopped before the certificate met tol (and kkt_tol)."""
     if not result.converged:
         stalled = "an epoch accepted no step (stalled at this precision); " if result.stats.get("stalled") else ""
+        cert = result.certificate
+        unmet = []
+        if not cert.gap <= tol:
+            unmet.append(f"relative duality gap {cert.gap:.2e} > tol={tol:g}")
+        if kkt_tol is not None and not cert.kkt <= kkt_tol:
+            unmet.append(f"KKT residual {cert.kkt:.2e} > kkt_tol={kkt_tol:g}")
+        what = " and ".join(unmet) or f"relative duality gap {cert.gap:.2e}"
         warnings.warn(
-            f"Joker stopped after {result.n_epochs} epochs ({result.seconds:.1f} s) at relative duality gap "
-            f"{result.certificate.gap:.2e} > tol={tol:g} (KKT residual {result.certificate.kkt:.2e}); "
+            f"Joker stopped after {result.n_epochs} epochs ({result.seconds:.1f} s) with {what} "
+            f"(gap {cert.gap:.2e}, KKT residual {cert.kkt:.2e}); "
             f"{stalled}increase max_epochs / max_time or loosen tol", category, stacklevel=3)

@@ -46,3 +46,11 @@ def test_empty_inputs():
     assert kernel_matmul(X, Z, torch.ones((2, 1)), "gaussian", 1.0).shape == (0, 1)
     out = kernel_matmul(torch.ones((3, 3)), Z[:0], torch.ones((0, 2)), "gaussian", 1.0)
     assert out.shape == (3, 2) and float(out.abs().sum()) == 0.0
+
+
+def test_laplacian_float32_diagonal_is_one():
+    # the expanded distance cancels near 0 and sqrt magnifies it: computed in float64
+    X = torch.randn(300, 20, generator=torch.Generator().manual_seed(0))
+    K = kernel_block(X, X, "laplacian", 0.5)
+    assert K.dtype == torch.float32
+    assert float((K.diagonal() - 1).abs().max()) < 1e-6
