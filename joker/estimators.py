@@ -269,8 +269,8 @@ class _JokerBase(BaseEstimator):
 
     def _raw_decision(self, X):
         """f(X) as a tensor of shape (m, C)."""
-        Xt = self._torch(X)
         if self.n_components is not None:
+            Xt = self._torch(X)
             out = torch.empty((Xt.shape[0], self._theta.shape[1]), dtype=Xt.dtype, device=Xt.device)
             for i in range(0, Xt.shape[0], 4096):
                 out[i:i + 4096] = self.feature_map_._transform(Xt[i:i + 4096]) @ self._theta

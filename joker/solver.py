@@ -526,8 +526,6 @@ def dbcd_tr(op, loss, Y, lam, options=None, seed=None):
             return h1[key] * min(1.0, h1[key] / h2[key]) if h2[key] > 0 else h1[key]
         return extrapolate("gap") <= opts.tol and (opts.kkt_tol is None or extrapolate("kkt") <= opts.kkt_tol)
 
-    if opts.selection not in ("auto", "random", "greedy"):
-        raise ValueError(f"selection={opts.selection!r}; expected 'auto', 'random' or 'greedy'")
     greedy = opts.selection == "greedy"
     # "auto": random blocks first, then largest-residual blocks to polish (exact kernel, box losses)
     polish = (opts.selection == "auto" and op.cheap_decision and getattr(loss, "greedy_blocks", False)
