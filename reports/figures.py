@@ -67,7 +67,7 @@ def _plain_log(ax, axis: str = "y", base: float = 10, values=None) -> None:
     When ``values`` span less than a factor 20 (often no power of ten in
     range), a few round ticks are used instead, so the axis has labels.
     """
-    from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     getattr(ax, f"set_{axis}scale")("log", base=base)
     target = ax.xaxis if axis == "x" else ax.yaxis
@@ -77,8 +77,8 @@ def _plain_log(ax, axis: str = "y", base: float = 10, values=None) -> None:
     narrow = (values is not None and len(values) and values.min() > 0
               and values.max() / values.min() < 20)
     target.set_minor_formatter(NullFormatter())
-    if base == 10 and narrow:  # within about a decade: a few round ticks
-        target.set_major_locator(MaxNLocator(nbins=4))
+    if base == 10 and narrow:  # within about a decade: ticks at 1, 2, 5 x 10^k
+        target.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
         target.set_major_formatter(plain)
 
 
@@ -185,8 +185,9 @@ def fig_metric_memory(cells: pd.DataFrame, order=None):
     data : pandas.DataFrame
         One row per point: dataset, budget, method, variant, metric_name,
         ``metric`` (cell median, in the report's unit: accuracy in %),
-        ``memory_mib`` (cell median of the fit memory, MiB). Cells without
-        an ok run or without both numbers are not plotted.
+        ``memory_mib`` (cell median of the fit memory, MiB; log axis unless
+        a value is 0). Cells without an ok run or without both numbers are
+        not plotted.
     """
     keep = cells[(cells["n_ok"] > 0) & cells["metric_median"].notna()
                  & cells["memory_mib_median"].notna()] if not cells.empty else cells
@@ -209,7 +210,8 @@ def fig_metric_memory(cells: pd.DataFrame, order=None):
         for _, p in d.iterrows():
             ax.scatter(p["memory_mib"], p["metric"], s=70, color=colour(p["method"]),
                        marker=markers[p["budget"]], edgecolor="black", linewidth=0.4)
-        _plain_log(ax, "x", values=d["memory_mib"].clip(lower=1e-3))
+        if (d["memory_mib"] > 0).all():
+            _plain_log(ax, "x", values=d["memory_mib"])
         ax.set_title(dataset, fontsize=11)
         ax.set_ylabel(vocab.metric_label(d["metric_name"].iloc[0], dataset))
         ax.set_xlabel(MEMORY_LABEL, fontsize=9)

@@ -15,7 +15,7 @@ TEMPLATE = jinja2.Template("""<!DOCTYPE html>
 body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1360px;padding:0 16px;color:#222}
 .box{max-width:100%;overflow-x:auto;margin:0.5em 0 1.5em}
 table{border-collapse:collapse;font-size:0.85em}
-td{overflow-wrap:anywhere;max-width:32em}
+td{white-space:nowrap}
 th,td{border-bottom:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}
 thead th{border-bottom:2px solid #444}
 .legend,.meta{color:#555;font-size:0.9em;max-width:1100px}
