@@ -64,8 +64,8 @@ class Figure:
 def _plain_log(ax, axis: str = "y", base: float = 10, values=None) -> None:
     """Log scale on ``axis`` with plain tick labels (300, 1000, not 3x10^2).
 
-    When ``values`` span less than a factor 20 (often no power of ten in
-    range), a few round ticks are used instead, so the axis has labels.
+    When ``values`` span less than a factor 100 (one or no power of ten in
+    range), ticks at 1, 2 and 5 times the powers of ten are labelled too.
     """
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
@@ -75,9 +75,9 @@ def _plain_log(ax, axis: str = "y", base: float = 10, values=None) -> None:
     target.set_major_formatter(plain)
     values = pd.Series(values, dtype=float).dropna() if values is not None else None
     narrow = (values is not None and len(values) and values.min() > 0
-              and values.max() / values.min() < 20)
+              and values.max() / values.min() < 100)
     target.set_minor_formatter(NullFormatter())
-    if base == 10 and narrow:  # within about a decade: ticks at 1, 2, 5 x 10^k
+    if base == 10 and narrow:  # within two decades: ticks at 1, 2, 5 x 10^k
         target.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
         target.set_major_formatter(plain)
 

@@ -16,6 +16,8 @@ body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1360px;padding
 .box{max-width:100%;overflow-x:auto;margin:0.5em 0 1.5em}
 table{border-collapse:collapse;font-size:0.85em}
 td{white-space:nowrap}
+table.wrap td{white-space:normal;overflow-wrap:normal;word-break:normal}
+table.wrap{font-size:0.8em}
 th,td{border-bottom:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}
 thead th{border-bottom:2px solid #444}
 .legend,.meta{color:#555;font-size:0.9em;max-width:1100px}
@@ -53,11 +55,16 @@ anchor figures from <code>docs/anchors.md</code>, not published results.</p>
 """)
 
 
-def table_html(frame: pd.DataFrame) -> str:
-    """A frame as an HTML table, escaped; '(none)' when empty."""
+def table_html(frame: pd.DataFrame, wrap: bool = False) -> str:
+    """A frame as an HTML table, escaped; '(none)' when empty.
+
+    ``wrap`` lets long cells wrap at spaces (wide tables); otherwise cells
+    stay on one line and a table wider than the page scrolls in its box.
+    """
     if frame is None or frame.empty:
         return "<p>(none)</p>"
-    return frame.to_html(index=False, escape=True, border=0, na_rep="")
+    return frame.to_html(index=False, escape=True, border=0, na_rep="",
+                         classes="wrap" if wrap else None)
 
 
 def page(*, experiment, uri, summary, filters, when, tables, legend,
@@ -84,9 +91,9 @@ def page(*, experiment, uri, summary, filters, when, tables, legend,
     return TEMPLATE.render(
         experiment=experiment, uri=uri, summary=summary, filters=filters,
         when=when, legend=legend, figures=figs,
-        tables=[(t, table_html(df)) for t, df in tables],
-        skipped=table_html(skipped), n_skipped=len(skipped),
-        failed=table_html(failed), n_failed=len(failed),
-        references=table_html(references), notes=list(notes),
-        other_references=table_html(other_references))
+        tables=[(t, table_html(df, wrap=True)) for t, df in tables],
+        skipped=table_html(skipped, wrap=True), n_skipped=len(skipped),
+        failed=table_html(failed, wrap=True), n_failed=len(failed),
+        references=table_html(references, wrap=True), notes=list(notes),
+        other_references=table_html(other_references, wrap=True))
 

@@ -113,8 +113,21 @@ def _present(cells: pd.DataFrame, refs: pd.DataFrame) -> pd.Series:
         set(cells["method"]))
 
 
+def _matches_a_cell(cells: pd.DataFrame, refs: pd.DataFrame) -> pd.Series:
+    """Mask of the reference rows with a cell of the same dataset, method, size."""
+    keys = {(str(c["dataset"]).lower(), c["method"], c.get("n_train_median"),
+             c.get("n_test_median")) for _, c in cells.iterrows()}
+    return pd.Series([any((d, m) == (r["dataset"].lower(), r["method"])
+                          and same_size({"n_train_median": nt, "n_test_median": ns}, r)
+                          for d, m, nt, ns in keys)
+                      for _, r in refs.iterrows()], index=refs.index, dtype=bool)
+
+
 def cited(cells: pd.DataFrame, refs: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Reference rows shown beside a cell (same dataset, method and size).
+    """Reference rows at the size of one of our cells (same dataset and method).
+
+    The first of them per cell stands beside it in the tables
+    (:func:`attach`); all are listed.
 
     Returns
     -------
@@ -123,17 +136,16 @@ def cited(cells: pd.DataFrame, refs: pd.DataFrame | None = None) -> pd.DataFrame
         :data:`LIST_COLUMNS`.
     """
     refs = load() if refs is None else refs
-    if cells.empty or "ref_id" not in cells:
+    if cells.empty:
         return _listed(refs.iloc[0:0])
-    return _listed(refs[refs["id"].isin(set(cells["ref_id"]) - {""})])
+    return _listed(refs[_present(cells, refs) & _matches_a_cell(cells, refs)])
 
 
 def other_sizes(cells: pd.DataFrame, refs: pd.DataFrame | None = None) -> pd.DataFrame:
     """References for our datasets and methods measured at other sizes.
 
-    Every reference row for a (dataset, method) of ``cells`` that stands
-    beside no cell, because no cell of that pair ran at its ``n_train`` /
-    ``n_test``.
+    Every reference row for a (dataset, method) of ``cells`` whose
+    ``n_train`` / ``n_test`` no cell of that pair ran at.
 
     Returns
     -------
@@ -143,14 +155,14 @@ def other_sizes(cells: pd.DataFrame, refs: pd.DataFrame | None = None) -> pd.Dat
     refs = load() if refs is None else refs
     if cells.empty:
         return _listed(refs.iloc[0:0])
-    used = set(cells["ref_id"]) if "ref_id" in cells else set()
-    return _listed(refs[_present(cells, refs) & ~refs["id"].isin(used)])
+    return _listed(refs[_present(cells, refs) & ~_matches_a_cell(cells, refs)])
 
 
 def _listed(refs: pd.DataFrame) -> pd.DataFrame:
-    """Reference rows for printing: sizes as integers, values in report units."""
+    """Reference rows for printing, as strings: values in report units."""
     out = refs.assign(value=refs["value_in_metric_unit"], metric=[
         vocab.metric_label(m, d) for m, d in zip(refs["metric"], refs["dataset"])])
-    for col in ("n_train", "n_test"):
-        out[col] = out[col].map(lambda v: "" if pd.isna(v) else f"{int(v):,}")
+    for col, fmt in (("n_train", "{:,.0f}"), ("n_test", "{:,.0f}"), ("value", "{:.6g}"),
+                     ("fit_seconds", "{:g}"), ("peak_mib", "{:,.0f}")):
+        out[col] = out[col].map(lambda v, f=fmt: "" if pd.isna(v) else f.format(v))
     return out[LIST_COLUMNS].reset_index(drop=True)

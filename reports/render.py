@@ -250,16 +250,16 @@ def details(cells: pd.DataFrame) -> pd.DataFrame:
             "dataset": c["dataset"], "budget": c["budget"], "method": _label(c),
             "runs": f"{c['n_ok']}/{c['n_runs']} ok", "status": c["status"],
             "value": spread(c, "metric") if ran else _word(c),
-            "time (s)": time_text(c),
-            "fit memory (MiB)": memory_text(c),
-            "process peak (MiB)": memory_text(c, "peak_rss_mib"),
+            "time (s)": time_text(c) if ran else "",
+            "fit memory (MiB)": memory_text(c) if ran else "",
+            "peak (MiB)": memory_text(c, "peak_rss_mib") if ran else "",
         }
         if gpu:
-            row["fit GPU (MiB)"] = memory_text(c, "gpu_mib")
-        util = c.get("cpu_utilisation_median")
-        row["CPU use"] = "" if not ran or pd.isna(util) else f"{100 * util:.0f}%"
-        row["load"] = "" if not ran or pd.isna(c.get("fit_load_avg_median")) else (
-            f"{c['fit_load_avg_median']:.1f}")
+            row["fit GPU (MiB)"] = memory_text(c, "gpu_mib") if ran else ""
+        util, load = c.get("cpu_utilisation_median"), c.get("fit_load_avg_median")
+        row["CPU use (load)"] = " ".join(x for x in (
+            "" if not ran or pd.isna(util) else f"{100 * util:.0f}%",
+            "" if not ran or pd.isna(load) else f"({load:.1f})") if x)
         row.update({
             "converged": f"{c['converged']} ({c['n_converged']}/{c['n_ok']})"
             if ran else c["converged"],
@@ -267,7 +267,7 @@ def details(cells: pd.DataFrame) -> pd.DataFrame:
             "KKT": sci(c["kkt_residual_median"]),
             "settings": c["settings"], "reference": reference_text(c),
             "notes": (f"{CONTENDED} {c['contended_reason']}" if c.get("contended")
-                      else "install command under the legend"
+                      else "install: see below"
                       if c.get("skip_kind") == "not_installed" else ""),
         })
         rows.append(row)
