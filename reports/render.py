@@ -142,12 +142,16 @@ def memory_text(cell, q: str = "memory_mib") -> str:
 
 
 def reference_text(cell) -> str:
-    """``metric · s · MiB [id]`` of the cell's reference ('' when none)."""
+    """``metric · s · MiB process peak [id]`` of the cell's reference ('' when none).
+
+    The references' memory is the whole process's peak RSS (docs/anchors.md),
+    not comparable with our fit memory; the text says so.
+    """
     if not cell.get("ref_id"):
         return ""
     parts = []
     for key, unit, digits in (("ref_metric", "", 4), ("ref_fit_seconds", " s", 3),
-                              ("ref_peak_mib", " MiB", 4)):
+                              ("ref_peak_mib", " MiB process peak", 4)):
         text = sig(cell[key], digits, keep_zeros=False)
         if text:
             parts.append(text + unit)
@@ -306,11 +310,15 @@ def footnotes(cells: pd.DataFrame) -> list:
 
 
 def markdown(frame: pd.DataFrame) -> str:
-    """A frame as a GitHub pipe table (tabulate); '(none)' when empty."""
+    """A frame as a GitHub pipe table (tabulate); '(none)' when empty.
+
+    A ``|`` inside a cell is escaped (``\\|``) so it does not split the cell.
+    """
     if frame.empty:
         return "(none)\n"
-    return frame.to_markdown(index=False, tablefmt="pipe",
-                             disable_numparse=True) + "\n"
+    safe = frame.map(lambda v: v.replace("|", "\\|") if isinstance(v, str) else v)
+    return safe.to_markdown(index=False, tablefmt="pipe",
+                            disable_numparse=True) + "\n"
 
 
 _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$",

@@ -310,6 +310,9 @@ def test_reference_is_placed_beside_our_cell_only_at_the_same_size(fake_report):
     assert not beside & set(other["id"])
     md = fake_report.paths["markdown"].read_text()
     assert "## References at other sizes" in md
+    # the sources' "row 'HEPC | ...'" must not split a Markdown cell
+    a1 = next(line for line in md.splitlines() if line.startswith("| A1 "))
+    assert a1.count(" | ") == len(published.LIST_COLUMNS) - 1
 
 
 def test_output_files(fake_report):
