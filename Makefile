@@ -29,19 +29,23 @@ REPORT_ARGS ?=
 PYTEST_ARGS ?=
 UI_PORT ?= 5000
 RESULTS := $(CURDIR)/results
+# The dataset cache (parsed arrays, hashes, downloads) of joker.data.
+JOKER_DATA_HOME ?= $(HOME)/.cache/joker-bench
 
-.PHONY: help install test smoke reproduce-table4 report ui bench-solver bench-data clean distclean
+.PHONY: help install test smoke reproduce-table4 report ui bench-solver bench-data clean clean-data distclean
 
 help:
 	@echo "make install            virtualenv $(VENV) with the project and its test extras"
 	@echo "make test               the test suite (includes a smoke sweep on real data)"
 	@echo "make smoke              every method on small real subsets (< 5 min on 2 cores)"
 	@echo "make reproduce-table4   the paper's Table 4 on local data, then the report"
-	@echo "make report             tables and figures from the MLflow store (REPORT_ARGS=...)"
+	@echo "make report             tables and figures of the latest experiment in results/report/<experiment>/ (REPORT_ARGS=...)"
 	@echo "make ui                 MLflow UI on http://127.0.0.1:$(UI_PORT)"
 	@echo "make bench-solver       Joker against the official implementation's anchors"
 	@echo "make bench-data         dataset loading benchmark"
-	@echo "make clean              remove results/ and caches (distclean: also $(VENV))"
+	@echo "make clean              remove results/ (runs, reports), outputs/, multirun/, Python caches"
+	@echo "make clean-data         remove the dataset cache $(JOKER_DATA_HOME)"
+	@echo "make distclean          clean, and remove $(VENV) (the dataset cache stays)"
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -61,6 +65,7 @@ test: $(STAMP)
 smoke: $(STAMP)
 	$(PY) -m joker.bench --config-name smoke $(ARGS)
 
+# The report goes to results/report/table4/.
 reproduce-table4: $(STAMP)
 	$(PY) -m joker.bench --config-name table4 $(ARGS)
 	$(PY) -m reports --experiment table4 $(REPORT_ARGS)
@@ -83,6 +88,9 @@ bench-data: $(STAMP)
 clean:
 	rm -rf results outputs multirun .pytest_cache
 	find . -name __pycache__ -type d -not -path "./$(VENV)/*" -prune -exec rm -rf {} +
+
+clean-data:
+	rm -rf "$(JOKER_DATA_HOME)"
 
 distclean: clean
 	rm -rf $(VENV)

@@ -7,14 +7,15 @@ histories and artifacts), never logs or side files; see
 
 Modules
 -------
+vocab     the record's tag, metric and status names; metric units; install hints
 load      find the store and the experiment, fetch and select trial runs
-table     Table 4: one cell per (dataset, method, budget), mean and std
+table     Table 4: one cell per (dataset, method, budget): median, range, mean, std
 published reference numbers from ``reports/published.csv``
 render    Markdown, LaTeX (booktabs) and CSV writers
 curves    Joker convergence histories (``history.csv`` or ``curve_*``)
 figures   the four figures (seaborn), each returning its plotted data
 html      one self-contained HTML page (figures embedded as base64 PNG)
-cli       the command line (``python -m reports``)
+cli       the command line (``python -m reports``); one folder per experiment
 
 Nothing here is imported by ``import joker``; mlflow, pandas, matplotlib
 and seaborn are imported by these modules only.

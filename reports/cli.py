@@ -1,7 +1,9 @@
 """Command line: ``python -m reports [options]`` (``make report``).
 
 Reads one experiment of the MLflow store and writes, under ``--out``
-(default ``<repo>/results/report``):
+(default ``<repo>/results/report/<experiment>/``; without ``--experiment``
+the most recently run experiment is reported, still in its own folder, so
+no experiment's report is ever written over another's):
 
     table4.md     Table 4 (paper layout per quantity) and the cell details
     table4.tex    the same two tables, LaTeX booktabs (needs amssymb)
@@ -9,18 +11,21 @@ Reads one experiment of the MLflow store and writes, under ``--out``
     runs.csv      one row per run used
     not_used.csv  runs not used and why
     report.html   one self-contained page: tables, figures, run lists
+    report.json   which experiment and store the folder reports on
     figures/      the figures, PNG and PDF
 
 and prints how many runs it used, the runs it did not use and why, the
 trials that did not end ok, the metric table, and finally the paths of
 the Markdown table and the HTML page. Exit status 1 when no run is used,
-2 when the store or experiment cannot be read.
+2 when the store or experiment cannot be read, or when ``--out`` holds the
+report of another experiment (it is never overwritten).
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,10 +36,17 @@ from . import curves, figures, html, published, render, table
 from .load import REPO_ROOT, STATUSES, Selection, StoreError, client_for, load_selection
 
 RUN_COLUMNS = ["run_id", "dataset", "budget", "method", "variant", "seed",
-               "repetition", "status", "reason", "metric_name", "metric",
-               "fit_seconds", "predict_seconds", "memory_mib", "memory_kind",
-               "peak_rss_mib", "peak_gpu_mib", "dual_gap", "kkt_residual",
-               "converged", "config_hash"]
+               "repetition", "status", "reason", "skip_kind", "install_hint",
+               "metric_name", "metric", "fit_seconds", "predict_seconds",
+               "memory_mib", "memory_source", "peak_rss_mib", "baseline_rss_mib",
+               "gpu_mib", "peak_gpu_mib", "fit_cpu_seconds", "fit_load_avg",
+               "cpu_utilisation", "contended", "contended_reason", "n_train",
+               "n_test", "n_features", "scale", "device", "threads", "dual_gap",
+               "kkt_residual", "converged", "config_hash"]
+#: Where reports go by default: one folder per experiment below it.
+REPORT_ROOT = REPO_ROOT / "results" / "report"
+#: The file naming the experiment a report folder belongs to.
+MARKER = "report.json"
 
 
 @dataclass
@@ -88,7 +100,8 @@ def build_report(tracking_uri: str | None = None, experiment: str | None = None,
     datasets, methods, budgets, statuses : list of str, optional
         Keep only runs whose tag is one of these.
     out : path, optional
-        Output folder (default ``<repo>/results/report``).
+        Output folder (default ``<repo>/results/report/<experiment>``).
+        A folder holding another experiment's report is refused.
     make_figures : bool
         Draw the figures (and read Joker histories).
     echo : callable
@@ -97,19 +110,26 @@ def build_report(tracking_uri: str | None = None, experiment: str | None = None,
     Returns
     -------
     Report
+
+    Raises
+    ------
+    reports.load.StoreError
+        The store or experiment cannot be read, or ``out`` holds the report
+        of another experiment.
     """
     filters = {"dataset": datasets, "method": methods, "budget": budgets,
                "status": statuses}
     sel = load_selection(tracking_uri, experiment, filters)
-    out = Path(out) if out else REPO_ROOT / "results" / "report"
-    out.mkdir(parents=True, exist_ok=True)
+    out = Path(out) if out else REPORT_ROOT / sel.experiment
+    claim(out, sel.experiment, sel.tracking_uri)
     runs = table.derive(sel.runs) if len(sel.runs) else sel.runs.assign(
-        variant=[], metric_name=[], metric=[], memory_mib=[], memory_kind=[])
+        variant=[], metric_name=[], metric=[], memory_mib=[], memory_source=[])
     cells = published.attach(table.cells(runs)) if len(runs) else pd.DataFrame()
     rep = Report(sel, runs, cells)
     failed = failed_runs(runs)
 
-    how = "given" if experiment else "default: the most recently run experiment"
+    how = "given" if experiment else (
+        "default: the most recently run experiment; --experiment NAME picks another")
     echo(f"reports: store {sel.tracking_uri}")
     echo(f"reports: experiment '{sel.experiment}' ({how})")
     echo(f"reports: {sel.summary()}")
@@ -118,23 +138,61 @@ def build_report(tracking_uri: str | None = None, experiment: str | None = None,
     for _, f in failed.iterrows():
         echo(f"  {f['status']}: {f['dataset']}/{f['method']}/{f['budget']} "
              f"seed {f['seed']}: {f['reason'] or ''}")
+    for note in render.footnotes(cells) if len(cells) else []:
+        echo(f"  note: {note}")
 
     if make_figures and len(runs):
         hist = curves.joker_histories(client_for(sel.tracking_uri), runs)
-        rep.figures = figures.make_all(runs, cells, hist, out / "figures")
+        rep.figures = figures.make_all(runs, cells, hist, out / "figures",
+                                       table.dataset_order(runs))
         for f in rep.figures:
             echo(f"  figure {f.name}: " + (str(f.png) if f.png else f.note))
 
-    refs = published.cited(cells) if len(cells) else published.load().iloc[0:0]
+    refs = (published.cited(cells), published.other_sizes(cells))
     tables = _tables(cells)
     when = _dt.datetime.now().isoformat(timespec="seconds")
     rep.paths = _write(out, sel, rep, tables, failed, refs, when)
-    if len(cells):
+    for title, frame in tables[:2]:  # the datasets and the metric table
         echo("")
-        echo(render.markdown(tables[0][1]))
+        echo(title)
+        echo(render.markdown(frame))
     echo(f"Markdown table: {rep.paths['markdown']}")
     echo(f"HTML page:      {rep.paths['html']}")
     return rep
+
+
+def claim(out: Path, experiment: str, uri: str) -> None:
+    """Make ``out`` this experiment's report folder, or refuse.
+
+    Parameters
+    ----------
+    out : pathlib.Path
+        Report folder; created when missing.
+    experiment, uri : str
+        Written to ``out/report.json``.
+
+    Raises
+    ------
+    reports.load.StoreError
+        ``out`` holds the report of another experiment (its
+        ``report.json``, or for reports written before that file, the
+        first line of its ``table4.md``).
+    """
+    owner = None
+    marker, md = out / MARKER, out / "table4.md"
+    if marker.is_file():
+        owner = json.loads(marker.read_text(encoding="utf-8")).get("experiment")
+    elif md.is_file():
+        first = md.read_text(encoding="utf-8").split("\n", 1)[0]
+        owner = first.split("`")[1] if first.count("`") >= 2 else None
+    if owner is not None and owner != experiment:
+        raise StoreError(
+            f"{out} holds the report of experiment {owner!r}, not {experiment!r}; "
+            "pass another --out or leave --out out (each experiment gets "
+            f"{REPORT_ROOT}/<experiment>)")
+    out.mkdir(parents=True, exist_ok=True)
+    marker.write_text(json.dumps({"experiment": experiment, "tracking_uri": uri},
+                                 indent=1) + "\n", encoding="utf-8")
 
 
 def _tables(cells: pd.DataFrame) -> list:
@@ -142,11 +200,15 @@ def _tables(cells: pd.DataFrame) -> list:
     if cells.empty:
         return []
     return [
+        ("Datasets: sizes, scale, threads, device, budget, metric",
+         render.datasets(cells)),
         ("Table 4: test metric (✓ converged, ✗ not, ? unknown)",
          render.paper_layout(cells, "metric")),
-        ("Table 4: training time (s)", render.paper_layout(cells, "time")),
-        ("Table 4: peak memory (MiB)", render.paper_layout(cells, "memory")),
-        ("Cell by cell: status, convergence certificates, budget, settings, reference",
+        (f"Table 4: training time (s; {render.CONTENDED} contended)",
+         render.paper_layout(cells, "time")),
+        ("Table 4: fit memory (MiB above the pre-fit baseline)",
+         render.paper_layout(cells, "memory")),
+        ("Cell by cell: status, memory, CPU, convergence certificates, settings, reference",
          render.details(cells)),
     ]
 
@@ -156,8 +218,8 @@ def _write(out: Path, sel: Selection, rep: Report, tables, failed, refs, when) -
     paths = {"markdown": out / "table4.md", "latex": out / "table4.tex",
              "csv": out / "table4.csv", "runs": out / "runs.csv",
              "not_used": out / "not_used.csv", "html": out / "report.html"}
-    ref_cols = ["id", "dataset", "method", "metric", "value", "unit",
-                "fit_seconds", "peak_mib", "kind", "setting", "source"]
+    beside, elsewhere = refs
+    notes = render.footnotes(rep.cells) if len(rep.cells) else []
     head = (f"# Table 4: experiment `{sel.experiment}`\n\n"
             f"Store `{sel.tracking_uri}`. {sel.summary()}.\n"
             + (f"Filters: {sel.filters}.\n" if sel.filters else "")
@@ -166,11 +228,13 @@ def _write(out: Path, sel: Selection, rep: Report, tables, failed, refs, when) -
     if not tables:
         body = "No runs matched.\n\n"
     body += f"{render.LEGEND}\n\n"
+    body += "".join(f"- {n}\n" for n in notes) + ("\n" if notes else "")
     body += f"## Runs not used ({len(sel.skipped)})\n\n{render.markdown(sel.skipped)}\n"
     body += f"## Trials that did not end ok ({len(failed)})\n\n{render.markdown(failed)}\n"
     for f in rep.figures:
         body += (f"Figure `{f.name}`: {f.png.name if f.png else f.note}\n\n")
-    body += f"## References\n\n{render.markdown(refs[ref_cols])}"
+    body += f"## References beside our cells (same sizes)\n\n{render.markdown(beside)}\n"
+    body += f"## References at other sizes\n\n{render.markdown(elsewhere)}"
     paths["markdown"].write_text(head + body, encoding="utf-8")
 
     tex = [f"% Table 4, experiment {sel.experiment}; {sel.summary()}\n"
@@ -191,8 +255,8 @@ def _write(out: Path, sel: Selection, rep: Report, tables, failed, refs, when) -
     paths["html"].write_text(html.page(
         experiment=sel.experiment, uri=sel.tracking_uri, summary=sel.summary(),
         filters=sel.filters, when=when, tables=tables, legend=render.LEGEND,
-        figures=rep.figures, skipped=sel.skipped, failed=failed,
-        references=refs[ref_cols]), encoding="utf-8")
+        notes=notes, figures=rep.figures, skipped=sel.skipped, failed=failed,
+        references=beside, other_references=elsewhere), encoding="utf-8")
     return {k: p.resolve() for k, p in paths.items()}
 
 
@@ -204,14 +268,16 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--tracking-uri", help="MLflow tracking URI (default: "
                    "$MLFLOW_TRACKING_URI, else sqlite:///<repo>/results/mlflow.db)")
     p.add_argument("--experiment", help="sweep (experiment) name; default: the "
-                   "experiment with the most recently started run")
+                   "experiment with the most recently started run (its report "
+                   "goes to results/report/<experiment>/ all the same)")
     for name, what in (("dataset", "dataset"), ("method", "solver id"),
                        ("budget", "budget name")):
         p.add_argument(f"--{name}", action="append", metavar="NAME",
                        help=f"keep only this {what} (repeat or comma-separate)")
     p.add_argument("--status", action="append", metavar="STATUS",
                    help=f"keep only runs with this status ({', '.join(STATUSES)})")
-    p.add_argument("--out", help="output folder (default: <repo>/results/report)")
+    p.add_argument("--out", help="output folder (default: <repo>/results/report/"
+                   "<experiment>); refused when it holds another experiment's report")
     p.add_argument("--no-figures", action="store_true", help="tables only")
     return p
 

@@ -11,8 +11,13 @@ TEMPLATE = jinja2.Template("""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>Table 4 report: {{ experiment|e }}</title>
 <style>
-body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1400px;color:#222}
-table{border-collapse:collapse;margin:0.5em 0 1.5em;font-size:0.9em}
+*{box-sizing:border-box}
+body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1360px;padding:0 16px;color:#222}
+.box{max-width:100%;overflow-x:auto;margin:0.5em 0 1.5em}
+table{border-collapse:collapse;font-size:0.85em}
+td{white-space:nowrap}
+table.wrap td{white-space:normal;overflow-wrap:normal;word-break:normal}
+table.wrap{font-size:0.8em}
 th,td{border-bottom:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}
 thead th{border-bottom:2px solid #444}
 .legend,.meta{color:#555;font-size:0.9em;max-width:1100px}
@@ -24,36 +29,47 @@ code{background:#f4f4f4;padding:0 3px}
 {% if filters %}Filters: {% for k, v in filters.items() %}<code>{{ k|e }}</code> in {{ v|join(", ")|e }}{% if not loop.last %}; {% endif %}{% endfor %}.{% endif %}
 Generated {{ when|e }}.</p>
 {% for title, table in tables %}<h2>{{ title|e }}</h2>
-{{ table }}{% endfor %}
+<div class="box">{{ table }}</div>{% endfor %}
 <p class="legend">{{ legend|e }}</p>
+{% if notes %}<ul class="legend">{% for n in notes %}<li>{{ n|e }}</li>{% endfor %}</ul>{% endif %}
 <h2>Figures</h2>
 {% for f in figures %}<h3>{{ f.title|e }}</h3>
 {% if f.png %}<img alt="{{ f.name|e }}" src="data:image/png;base64,{{ f.b64 }}">
 <p class="meta">Files: <code>{{ f.png.name }}</code>, <code>{{ f.pdf.name }}</code>; {{ f.n }} plotted points.</p>
 {% else %}<p class="meta">{{ f.note|e }}</p>{% endif %}{% endfor %}
 <h2>Runs not used ({{ n_skipped }})</h2>
-{{ skipped }}
+<div class="box">{{ skipped }}</div>
 <h2>Trials that did not end ok ({{ n_failed }})</h2>
-{{ failed }}
-<h2>References</h2>
-<p class="meta">Numbers beside ours come from <code>reports/published.csv</code>.
+<div class="box">{{ failed }}</div>
+<h2>References beside our cells (same sizes)</h2>
+<p class="meta">Numbers beside ours come from <code>reports/published.csv</code>,
+only where our cell ran at the reference's n_train and n_test.
 The paper's own Table 4 numbers are not included (not readable from the
 sources we could reach); rows marked "measured on this machine class" are
-anchor figures from <code>shared/docs/anchors.md</code>, not published results.</p>
-{{ references }}
+anchor figures from <code>docs/anchors.md</code>, not published results.</p>
+<div class="box">{{ references }}</div>
+<h2>References at other sizes</h2>
+<p class="meta">For the same datasets and methods, measured at other sizes: not comparable cell by cell.</p>
+<div class="box">{{ other_references }}</div>
 </body></html>
 """)
 
 
-def table_html(frame: pd.DataFrame) -> str:
-    """A frame as an HTML table, escaped; '(none)' when empty."""
+def table_html(frame: pd.DataFrame, wrap: bool = False) -> str:
+    """A frame as an HTML table, escaped; '(none)' when empty.
+
+    ``wrap`` lets long cells wrap at spaces (wide tables); otherwise cells
+    stay on one line and a table wider than the page scrolls in its box.
+    """
     if frame is None or frame.empty:
         return "<p>(none)</p>"
-    return frame.to_html(index=False, escape=True, border=0, na_rep="")
+    return frame.to_html(index=False, escape=True, border=0, na_rep="",
+                         classes="wrap" if wrap else None)
 
 
 def page(*, experiment, uri, summary, filters, when, tables, legend,
-         figures, skipped, failed, references) -> str:
+         figures, skipped, failed, references, notes=(),
+         other_references=None) -> str:
     """The HTML text.
 
     Parameters
@@ -62,7 +78,9 @@ def page(*, experiment, uri, summary, filters, when, tables, legend,
         Titled tables, in order.
     figures : list of reports.figures.Figure
         PNG files are read and embedded as base64.
-    skipped, failed, references : pandas.DataFrame
+    skipped, failed, references, other_references : pandas.DataFrame
+    notes : list of str
+        Footnotes shown under the legend.
     Other parameters are strings or a dict (``filters``) shown verbatim.
     """
     figs = []
@@ -73,8 +91,9 @@ def page(*, experiment, uri, summary, filters, when, tables, legend,
     return TEMPLATE.render(
         experiment=experiment, uri=uri, summary=summary, filters=filters,
         when=when, legend=legend, figures=figs,
-        tables=[(t, table_html(df)) for t, df in tables],
-        skipped=table_html(skipped), n_skipped=len(skipped),
-        failed=table_html(failed), n_failed=len(failed),
-        references=table_html(references))
+        tables=[(t, table_html(df, wrap=True)) for t, df in tables],
+        skipped=table_html(skipped, wrap=True), n_skipped=len(skipped),
+        failed=table_html(failed, wrap=True), n_failed=len(failed),
+        references=table_html(references, wrap=True), notes=list(notes),
+        other_references=table_html(other_references, wrap=True))
 

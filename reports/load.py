@@ -27,14 +27,8 @@ from pathlib import Path
 
 import pandas as pd
 
-#: Tags of the trial record kept as plain columns (contracts.md).
-TAG_KEYS = (
-    "method", "dataset", "budget", "task", "status", "reason", "skip_reason",
-    "config_hash", "seed", "repetition", "primary_metric", "git_commit",
-    "git_dirty", "cpu_model", "n_cores", "gpu_name", "threads", "superseded_by",
-)
-#: Trial statuses of the contract, in display order.
-STATUSES = ("ok", "skipped", "timeout", "oom", "over_budget", "diverged", "error")
+from .vocab import STATUSES, TAG_KEYS  # noqa: F401  (re-exported)
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -20,22 +20,35 @@ import re
 
 import pandas as pd
 
+from . import vocab
 from .table import MARKS, METHOD_ORDER, natural_key
 
+#: Mark of a cell whose timing was contended (tag ``contended``).
+CONTENDED = "†"
+
 LEGEND = (
-    "Numbers: mean ± sample std over the runs with status ok (std only with "
-    "two or more). Time: fit wall clock in s. Memory: peak GPU MiB when "
-    "measured (GPU), else peak host RSS MiB of the trial process. "
+    "Numbers: median over the repetitions with status ok, with the range "
+    "[min–max] and n=<repetitions> when there are two or more. Metric: "
+    "accuracy in %, RMSE in the target's unit. Time: fit wall clock in s. "
+    "Memory: the method's memory, the host RSS peak during fit + predict "
+    "above the trial's pre-fit baseline (data loaded, bandwidth known, "
+    "warm-up done), MiB; the cell-by-cell table gives the trial process's "
+    "peak beside it. "
+    f"{CONTENDED} contended: the trial got clearly less CPU than its threads "
+    "could use, or the load average exceeded the cores; its time is not "
+    "comparable. "
     "Convergence: ✓ every ok run converged (Joker: relative duality gap and "
     "KKT residual under tolerance, a certificate; baselines: their own "
     "convergence signal), ✗ a run did not converge or diverged, ? no "
-    "convergence signal logged, – no solution (no ok run). A status word "
-    "(skipped, timeout, oom, over_budget, diverged, error) replaces the "
-    "numbers of a cell with no ok run; 'k/n ok' marks a cell where only k "
-    "of its n runs ended ok. Reference: first row of reports/published.csv "
-    "for the dataset and method (id in brackets; see References), in the "
-    "metric's unit; 'measured on this machine class' numbers are anchors "
-    "from shared/docs/anchors.md, not published results."
+    "convergence signal logged, – no solution (no ok run). A cell with no ok "
+    "run shows why: n/a (the method has no loss for the task), not installed "
+    "(install command below), over budget, or the status (timeout, oom, "
+    "diverged, error); 'k/n ok' marks a cell where only k of its n runs "
+    "ended ok. Reference: a number from reports/published.csv measured at "
+    "the same n_train / n_test, in the same unit (id in brackets); "
+    "references at other sizes are listed separately. 'measured on this "
+    "machine class' numbers are the anchors of docs/anchors.md, not "
+    "published results."
 )
 
 
@@ -67,6 +80,20 @@ def mean_std(mean, std, fmt=sig) -> str:
     return text
 
 
+def spread(cell, q: str, fmt=sig) -> str:
+    """``median [min–max] n=k`` of quantity ``q`` over a cell's ok runs.
+
+    The range and the count are shown only with two or more values.
+    """
+    text = fmt(cell.get(f"{q}_median"))
+    lo, hi = cell.get(f"{q}_min"), cell.get(f"{q}_max")
+    if text and cell["n_ok"] > 1 and not pd.isna(lo) and lo != hi:
+        text += f" [{fmt(lo)}–{fmt(hi)}]"
+    if text and cell["n_ok"] > 1:
+        text += f" n={cell['n_ok']}"
+    return text
+
+
 def _partial(cell) -> str:
     """' (k/n ok)' for a cell where some runs did not end ok."""
     if 0 < cell["n_ok"] < cell["n_runs"]:
@@ -79,40 +106,52 @@ def _label(cell) -> str:
     return f"{cell['method']} ({cell['variant']})" if cell["variant"] else cell["method"]
 
 
+def _word(cell) -> str:
+    """What a cell with no ok run shows (``n/a``, ``not installed``, status)."""
+    return cell.get("word") or cell["status"]
+
+
+def _mib(x) -> str:
+    """MiB with no decimals from 100 on, one decimal below."""
+    if x is None or pd.isna(x):
+        return ""
+    return f"{x:.0f}" if abs(x) >= 100 else f"{x:.1f}"
+
+
 def metric_text(cell) -> str:
-    """Metric cell: ``mean ± std mark`` or the status word."""
+    """Metric cell: ``median [range] mark`` or the reason there is none."""
     if cell["n_ok"] == 0:
-        return cell["status"]
-    return (mean_std(cell["metric_mean"], cell["metric_std"]) + " "
-            + MARKS[cell["converged"]] + _partial(cell))
+        return _word(cell)
+    return (spread(cell, "metric") + " " + MARKS[cell["converged"]]
+            + _partial(cell))
 
 
 def time_text(cell) -> str:
-    """Time cell (s) or the status word."""
+    """Time cell (s), with † when contended, or the reason there is none."""
     if cell["n_ok"] == 0:
-        return cell["status"]
-    return mean_std(cell["fit_seconds_mean"], cell["fit_seconds_std"],
-                    fmt=lambda x: sig(x, 3))
+        return _word(cell)
+    return spread(cell, "fit_seconds", fmt=lambda x: sig(x, 3)) + (
+        f" {CONTENDED}" if cell.get("contended") else "")
 
 
-def memory_text(cell, with_kind: bool = False) -> str:
-    """Memory cell (MiB) or the status word."""
+def memory_text(cell, q: str = "memory_mib") -> str:
+    """Memory cell (MiB) of quantity ``q``, or the reason there is none."""
     if cell["n_ok"] == 0:
-        return cell["status"]
-    text = mean_std(cell["memory_mib_mean"], cell["memory_mib_std"],
-                    fmt=lambda x: sig(x, 4))
-    if with_kind and text and cell["memory_kind"]:
-        text += f" {cell['memory_kind']}"
-    return text
+        return _word(cell)
+    return spread(cell, q, fmt=_mib)
 
 
 def reference_text(cell) -> str:
-    """``metric · s · MiB [id]`` of the cell's reference ('' when none)."""
+    """``metric · s · MiB process peak [id]`` of the cell's reference ('' when none).
+
+    The references' memory is the whole process's peak RSS (docs/anchors.md),
+    not comparable with our fit memory; the text says so.
+    """
     if not cell.get("ref_id"):
         return ""
     parts = []
     for key, unit, digits in (("ref_metric", "", 4), ("ref_fit_seconds", " s", 3),
-                              ("ref_peak_mib", " MiB", 4)):
+                              ("ref_peak_mib", " MiB process peak", 4)):
         text = sig(cell[key], digits, keep_zeros=False)
         if text:
             parts.append(text + unit)
@@ -121,7 +160,21 @@ def reference_text(cell) -> str:
 
 QUANTITIES = {"metric": ("test metric", metric_text),
               "time": ("training time (s)", time_text),
-              "memory": ("peak memory (MiB)", memory_text)}
+              "memory": ("fit memory (MiB)", memory_text)}
+
+
+def _size(cell) -> str:
+    """``n_train / n_test × d`` of a cell ('' when not recorded)."""
+    n = [cell.get(f"{k}_median") for k in ("n_train", "n_test", "n_features")]
+    if any(v is None or pd.isna(v) for v in n[:2]):
+        return ""
+    text = f"{int(n[0]):,} / {int(n[1]):,}"
+    return text + (f" × {int(n[2])}" if n[2] is not None and not pd.isna(n[2]) else "")
+
+
+def _first(values) -> str:
+    """Distinct non-empty strings, ``/``-joined, in first-seen order."""
+    return "/".join(dict.fromkeys(str(v) for v in values if str(v) not in ("", "nan", "None")))
 
 
 def paper_layout(cells: pd.DataFrame, quantity: str) -> pd.DataFrame:
@@ -130,64 +183,149 @@ def paper_layout(cells: pd.DataFrame, quantity: str) -> pd.DataFrame:
     Parameters
     ----------
     cells : pandas.DataFrame
-        From :func:`reports.table.cells`.
+        From :func:`reports.table.cells` (datasets in sweep order).
     quantity : {'metric', 'time', 'memory'}
 
     Returns
     -------
     pandas.DataFrame
-        Strings; columns ``dataset``, ``metric``, ``budget`` then the
-        methods in table order; empty where a method has no run.
+        Strings; columns ``dataset``, ``n_train / n_test × d``, (for the
+        metric only) ``metric`` with its unit, ``budget``, then the methods
+        in table order; empty where a method has no run.
     """
     _, fmt = QUANTITIES[quantity]
     order = {m: i for i, m in enumerate(METHOD_ORDER)}
     keys = sorted({(order.get(c["method"], len(order)), c["method"],
                     natural_key(c["variant"]), _label(c)) for _, c in cells.iterrows()})
     methods = [k[-1] for k in keys]
+    head = ["dataset", SIZE] + (["metric"] if quantity == "metric" else []) + ["budget"]
     rows = []
     for (dataset, budget), group in cells.groupby(["dataset", "budget"], sort=False):
-        row = {"dataset": dataset, "metric": group["metric_name"].iloc[0],
+        row = {"dataset": dataset, SIZE: _first(_size(c) for _, c in group.iterrows()),
+               "metric": vocab.metric_label(group["metric_name"].iloc[0], dataset),
                "budget": budget}
         row.update({m: "" for m in methods})
         for _, cell in group.iterrows():
             row[_label(cell)] = fmt(cell)
         rows.append(row)
-    return pd.DataFrame(rows, columns=["dataset", "metric", "budget", *methods])
+    return pd.DataFrame(rows, columns=[*head, *methods])
 
 
-def details(cells: pd.DataFrame) -> pd.DataFrame:
-    """One row per cell, every column of the report, as strings."""
+SIZE = "n_train / n_test × d"
+
+
+def datasets(cells: pd.DataFrame) -> pd.DataFrame:
+    """One row per dataset: sizes, scale, threads, device, budgets, metric.
+
+    Parameters
+    ----------
+    cells : pandas.DataFrame
+        From :func:`reports.table.cells`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Strings, datasets in sweep order; columns dataset, n_train,
+        n_test, d, scale, threads, device, budget, metric.
+    """
     rows = []
-    for _, c in cells.iterrows():
-        rows.append({
-            "dataset": c["dataset"], "metric": c["metric_name"],
-            "budget": c["budget"], "method": _label(c),
-            "runs": f"{c['n_ok']}/{c['n_runs']} ok", "status": c["status"],
-            "value": (mean_std(c["metric_mean"], c["metric_std"])
-                      if c["n_ok"] else c["status"]),
-            "time (s)": time_text(c), "memory (MiB)": memory_text(c, True),
-            "converged": f"{c['converged']} ({c['n_converged']}/{c['n_ok']})"
-            if c["n_ok"] else c["converged"],
-            "signal": c.get("signal", ""),
-            "gap": mean_std(c["dual_gap_mean"], c["dual_gap_std"], fmt=sci),
-            "KKT": mean_std(c["kkt_residual_mean"], c["kkt_residual_std"], fmt=sci),
-            "settings": c["settings"], "reference": reference_text(c),
-        })
+    for dataset, group in cells.groupby("dataset", sort=False):
+        def num(q):
+            return _first(f"{int(v):,}" for v in group[f"{q}_median"].dropna())
+        rows.append({"dataset": dataset, "n_train": num("n_train"),
+                     "n_test": num("n_test"), "d": num("n_features"),
+                     "scale": _first(group["scale"]), "threads": _first(group["threads"]),
+                     "device": _first(group["device"]),
+                     "budget": _first(group["budget"]),
+                     "metric": vocab.metric_label(group["metric_name"].iloc[0], dataset)})
     return pd.DataFrame(rows)
 
 
+def details(cells: pd.DataFrame) -> pd.DataFrame:
+    """One row per cell, every column of the report, as strings.
+
+    The GPU column appears only when some cell measured ``fit_gpu_mib``.
+    """
+    gpu = "gpu_mib_median" in cells and cells["gpu_mib_median"].notna().any()
+    rows = []
+    for _, c in cells.iterrows():
+        ran = c["n_ok"] > 0
+        row = {
+            "dataset": c["dataset"], "budget": c["budget"], "method": _label(c),
+            "runs": f"{c['n_ok']}/{c['n_runs']} ok", "status": c["status"],
+            "value": spread(c, "metric") if ran else _word(c),
+            "time (s)": time_text(c) if ran else "",
+            "fit memory (MiB)": memory_text(c) if ran else "",
+            "peak (MiB)": memory_text(c, "peak_rss_mib") if ran else "",
+        }
+        if gpu:
+            row["fit GPU (MiB)"] = memory_text(c, "gpu_mib") if ran else ""
+        util, load = c.get("cpu_utilisation_median"), c.get("fit_load_avg_median")
+        row["CPU use (load)"] = " ".join(x for x in (
+            "" if not ran or pd.isna(util) else f"{100 * util:.0f}%",
+            "" if not ran or pd.isna(load) else f"({load:.1f})") if x)
+        row.update({
+            "converged": f"{c['converged']} ({c['n_converged']}/{c['n_ok']})"
+            if ran else c["converged"],
+            "gap": sci(c["dual_gap_median"]),
+            "KKT": sci(c["kkt_residual_median"]),
+            "settings": c["settings"], "reference": reference_text(c),
+            "notes": (f"{CONTENDED} {c['contended_reason']}" if c.get("contended")
+                      else "install: see below"
+                      if c.get("skip_kind") == "not_installed" else ""),
+        })
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def install_notes(cells: pd.DataFrame) -> list:
+    """``method: command`` for each method whose trials were not installed."""
+    out = {}
+    for _, c in cells.iterrows():
+        if c.get("skip_kind") == "not_installed" and c["n_ok"] == 0:
+            out.setdefault(c["method"], c.get("install_hint") or "")
+    return [f"{m} is not installed: {h}" if h else f"{m} is not installed"
+            for m, h in out.items()]
+
+
+def footnotes(cells: pd.DataFrame) -> list:
+    """Notes the tables need: memory fallbacks, contended cells, installs."""
+    notes = []
+    src = cells.get("memory_source", pd.Series(dtype=str)).fillna("")
+    old = cells[src.str.contains("peak - baseline") & (cells["n_ok"] > 0)]
+    if len(old):
+        notes.append(f"Memory of {len(old)} cell(s) is peak_rss_mib − baseline_rss_mib "
+                     "(records without fit_rss_mib, written before the harness "
+                     "measured the method's memory).")
+    peak = cells[src.str.contains("process peak") & (cells["n_ok"] > 0)]
+    if len(peak):
+        notes.append(f"Memory of {len(peak)} cell(s) is the whole process's peak "
+                     "(records with neither fit_rss_mib nor baseline_rss_mib): "
+                     "it includes data loading and pre-fit work.")
+    n_cont = int(cells.get("contended", pd.Series(dtype=bool)).fillna(False).sum())
+    if n_cont:
+        notes.append(f"{CONTENDED} {n_cont} cell(s) ran contended (see the cell "
+                     "notes); re-run them on an idle machine for timings.")
+    return notes + install_notes(cells)
+
+
 def markdown(frame: pd.DataFrame) -> str:
-    """A frame as a GitHub pipe table (tabulate); '(none)' when empty."""
+    """A frame as a GitHub pipe table (tabulate); '(none)' when empty.
+
+    A ``|`` inside a cell is escaped (``\\|``) so it does not split the cell.
+    """
     if frame.empty:
         return "(none)\n"
-    return frame.to_markdown(index=False, tablefmt="pipe",
-                             disable_numparse=True) + "\n"
+    safe = frame.map(lambda v: v.replace("|", "\\|") if isinstance(v, str) else v)
+    return safe.to_markdown(index=False, tablefmt="pipe",
+                            disable_numparse=True) + "\n"
 
 
 _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$",
         "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",
         "^": r"\textasciicircum{}", "±": r"$\pm$", "✓": r"\checkmark{}",
-        "✗": r"$\times$", "–": "--", "·": r"$\cdot$"}
+        "✗": r"$\times$", "–": "--", "·": r"$\cdot$",
+        "†": r"$^\dagger$", "×": r"$\times$"}
 
 
 def tex_escape(text) -> str:
@@ -214,9 +352,10 @@ def latex(frame: pd.DataFrame, caption: str, label: str) -> str:
 def paper_layout_tex(cells: pd.DataFrame) -> pd.DataFrame:
     """The paper's shape: per method the three sub-columns (metric, s, MiB)."""
     parts = {q: paper_layout(cells, q) for q in QUANTITIES}
-    base = parts["metric"][["dataset", "metric", "budget"]]
+    head = ["dataset", SIZE, "metric", "budget"]
+    base = parts["metric"][head]
     cols = {("", k): base[k] for k in base.columns}
-    for method in parts["metric"].columns[3:]:
+    for method in parts["metric"].columns[len(head):]:
         cols[(method, "metric")] = parts["metric"][method]
         cols[(method, "s")] = parts["time"][method]
         cols[(method, "MiB")] = parts["memory"][method]

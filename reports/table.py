@@ -7,10 +7,18 @@ its status. Runs of the same (dataset, budget, method) that differ in a
 ``method.*`` param other than the seed (a sweep over ``n_components``,
 say) are separate cells, labelled with the differing params (``variant``).
 
-Units: ``fit_seconds`` in seconds (wall clock of ``fit``), memory in MiB
-(``peak_gpu_mib`` when measured, else ``peak_rss_mib``, the whole child
-process's peak RSS), ``dual_gap`` relative, metric in the unit the harness
-logs.
+Every quantity is also summarised by its median, minimum and maximum over
+the ok repetitions (``<q>_median``, ``<q>_min``, ``<q>_max``): the tables
+show the median and the min-max spread.
+
+Units: ``fit_seconds`` in seconds (wall clock of ``fit``); memory in MiB:
+``memory_mib`` is the method's memory, the host RSS peak of fit + predict
+above the trial's pre-fit baseline (metric ``fit_rss_mib``; records that
+lack it: ``peak_rss_mib - baseline_rss_mib``, said in ``memory_source``),
+``peak_rss_mib`` the trial process's peak, ``gpu_mib`` the method's GPU
+memory (``fit_gpu_mib``) when measured; ``dual_gap`` relative; the metric
+in the unit the report shows (accuracy in %, RMSE in target units:
+:func:`reports.vocab.metric_scale`).
 """
 
 from __future__ import annotations
@@ -20,9 +28,13 @@ import re
 import numpy as np
 import pandas as pd
 
+from . import vocab
+
 KEY = ["dataset", "budget", "method", "variant"]
 #: Per-run quantities aggregated into mean and std in every cell.
-QUANTITIES = ("metric", "fit_seconds", "memory_mib", "dual_gap", "kkt_residual")
+QUANTITIES = ("metric", "fit_seconds", "memory_mib", "peak_rss_mib", "gpu_mib",
+              "dual_gap", "kkt_residual", "cpu_utilisation", "fit_load_avg",
+              "n_train", "n_test", "n_features")
 #: Param names (last dotted part) that change with the repetition, not
 #: the configuration (``sigma_value``: the median-heuristic bandwidth
 #: measured on each repetition's own training subset).
@@ -65,9 +77,15 @@ def primary_metrics(runs: pd.DataFrame) -> dict:
 def derive(runs: pd.DataFrame) -> pd.DataFrame:
     """Per-run columns the table aggregates.
 
-    Adds ``metric_name``, ``metric`` (the run's value of that metric),
-    ``memory_mib`` and ``memory_kind`` (``GPU`` or ``host``), ``conv``
-    (1.0 converged, 0.0 not or diverged, NaN unknown) and ``variant``.
+    Adds ``metric_name``, ``metric`` (the run's value of that metric in the
+    unit the report shows: accuracy in %), ``memory_mib`` (the method's
+    host memory, MiB) with ``memory_source`` (``fit_rss_mib``,
+    ``peak - baseline`` for records without it, or ``process peak`` when
+    neither exists), ``gpu_mib`` (``fit_gpu_mib``), ``conv`` (1.0
+    converged, 0.0 not or diverged, NaN unknown), ``contended_flag`` (1.0,
+    0.0 or NaN when not recorded), ``skip_kind`` (tag, else inferred from
+    the reason), ``install_hint`` and ``variant``. Trials that did not run
+    (``skipped``) get no memory.
 
     Parameters
     ----------
@@ -80,20 +98,23 @@ def derive(runs: pd.DataFrame) -> pd.DataFrame:
         A copy of ``runs`` with the columns added.
     """
     runs = runs.copy()
-    for col in ("peak_gpu_mib", "peak_rss_mib", "fit_seconds", "dual_gap",
-                "kkt_residual", "converged"):
+    for col in (vocab.PEAK_GPU, vocab.PEAK_RSS, vocab.BASELINE_RSS, vocab.FIT_RSS,
+                vocab.FIT_GPU, vocab.FIT_CPU, vocab.FIT_LOAD, vocab.CPU_UTILISATION,
+                "fit_seconds", "dual_gap", "kkt_residual", "converged",
+                *vocab.SIZE_METRICS):
         if col not in runs:
             runs[col] = np.nan
+    for tag in vocab.TAG_KEYS:
+        if tag not in runs:
+            runs[tag] = None
     names = primary_metrics(runs)
     runs["metric_name"] = runs["dataset"].map(names)
     runs["metric"] = [
-        row.get(name, np.nan) if isinstance(name, str) else np.nan
+        row.get(name, np.nan) * vocab.metric_scale(name) if isinstance(name, str)
+        else np.nan
         for name, (_, row) in zip(runs["metric_name"], runs.iterrows())
     ]
-    gpu = runs["peak_gpu_mib"].notna()
-    runs["memory_mib"] = runs["peak_gpu_mib"].where(gpu, runs["peak_rss_mib"])
-    runs["memory_kind"] = np.where(gpu, "GPU", np.where(
-        runs["peak_rss_mib"].notna(), "host", None))
+    _memory(runs)
     runs["conv"] = runs["converged"].astype(float)
     if "convergence.converged" in runs:  # the tag, when the metric is absent
         runs["conv"] = runs["conv"].fillna(runs["convergence.converged"].map(_flag))
@@ -101,8 +122,61 @@ def derive(runs: pd.DataFrame) -> pd.DataFrame:
     if "convergence.diverged" in runs:
         diverged |= runs["convergence.diverged"].map(_flag) == 1.0
     runs.loc[diverged, "conv"] = 0.0
+    runs["contended_flag"] = runs["contended"].map(_flag)
+    runs["skip_kind"] = [
+        vocab.skip_kind(tag, reason or skip) if status in ("skipped", "over_budget")
+        else "" for tag, reason, skip, status in zip(
+            runs["skip_kind"], runs["reason"], runs["skip_reason"], runs["status"])]
+    runs["install_hint"] = [
+        hint if isinstance(hint, str) and hint else
+        (vocab.INSTALL_HINTS.get(m, "") if kind == "not_installed" else "")
+        for hint, kind, m in zip(runs["install_hint"], runs["skip_kind"],
+                                 runs["method"])]
     runs["variant"] = _variants(runs)
     return runs
+
+
+def _memory(runs: pd.DataFrame) -> None:
+    """Set ``memory_mib``, ``memory_source`` and ``gpu_mib`` in place.
+
+    The method's memory is ``fit_rss_mib``; a record without it (written
+    before the harness measured it) falls back to ``peak_rss_mib -
+    baseline_rss_mib``, and to the process peak when there is no baseline.
+    Runs that did not run (status ``skipped``) get NaN.
+    """
+    fit = runs[vocab.FIT_RSS]
+    above = runs[vocab.PEAK_RSS] - runs[vocab.BASELINE_RSS]
+    runs["memory_mib"] = fit.fillna(above).fillna(runs[vocab.PEAK_RSS])
+    runs["memory_source"] = np.where(
+        fit.notna(), "fit_rss_mib", np.where(
+            above.notna(), "peak - baseline",
+            np.where(runs[vocab.PEAK_RSS].notna(), "process peak", "")))
+    runs["gpu_mib"] = runs[vocab.FIT_GPU]
+    not_run = runs["status"] == "skipped"
+    for col in ("memory_mib", vocab.PEAK_RSS, "gpu_mib"):
+        runs.loc[not_run, col] = np.nan
+    runs.loc[not_run, "memory_source"] = ""
+
+
+def dataset_order(runs: pd.DataFrame) -> list:
+    """Datasets in sweep order: by the start time of their first run.
+
+    Parameters
+    ----------
+    runs : pandas.DataFrame
+        Runs with ``dataset`` and ``start_time`` (ms) columns; without
+        ``start_time``, the order of first appearance.
+
+    Returns
+    -------
+    list of str
+    """
+    if runs.empty:
+        return []
+    if "start_time" in runs and runs["start_time"].notna().any():
+        first = runs.groupby("dataset")["start_time"].min()
+        return list(first.sort_values(kind="stable").index)
+    return list(dict.fromkeys(runs["dataset"]))
 
 
 def _flag(text) -> float:
@@ -146,11 +220,17 @@ def cells(runs: pd.DataFrame) -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        One row per cell, sorted by dataset, budget, method order. Columns:
+        One row per cell, sorted by dataset (sweep order:
+        :func:`dataset_order`), budget, method order. Columns:
         the key (``dataset``, ``budget``, ``method``, ``variant``),
         ``metric_name``, ``n_runs``, ``n_ok``, ``status`` (``ok`` or the
-        status words with counts), ``<q>_mean`` and ``<q>_std`` for each of
-        :data:`QUANTITIES`, ``memory_kind``, ``converged`` (``yes``, ``no``,
+        status words with counts), ``word`` (what a cell with no ok run
+        shows: the status, or ``n/a``, ``not installed``, ``over budget``
+        from the ``skip_kind``), ``skip_kind``, ``install_hint``,
+        ``<q>_mean``, ``<q>_std``, ``<q>_median``, ``<q>_min`` and
+        ``<q>_max`` for each of :data:`QUANTITIES` (over ok runs),
+        ``memory_source``, ``contended`` (bool: an ok run was flagged),
+        ``contended_reason``, ``scale``, ``device``, ``threads``, ``converged`` (``yes``, ``no``,
         ``unknown``, ``no solution``), ``n_converged``, ``signal`` (the
         adapter's convergence signal, tag ``convergence.signal``), ``settings``
         (``knob=value`` of the chosen ``plan.*`` knobs: M, block_size,
@@ -169,9 +249,23 @@ def cells(runs: pd.DataFrame) -> pd.DataFrame:
             values = ok[q].dropna()
             row[f"{q}_mean"] = values.mean() if len(values) else np.nan
             row[f"{q}_std"] = values.std(ddof=1) if len(values) > 1 else np.nan
-        kinds = ok["memory_kind"].dropna().unique()
-        row["memory_kind"] = kinds[0] if len(kinds) == 1 else (
-            "mixed" if len(kinds) else None)
+            row[f"{q}_median"] = values.median() if len(values) else np.nan
+            row[f"{q}_min"] = values.min() if len(values) else np.nan
+            row[f"{q}_max"] = values.max() if len(values) else np.nan
+        sources = ok["memory_source"].replace("", np.nan).dropna().unique()
+        row["memory_source"] = "/".join(sorted(sources))
+        row["contended"] = bool((ok["contended_flag"] == 1.0).any())
+        row["contended_reason"] = "; ".join(dict.fromkeys(
+            str(r) for r, f in zip(ok["contended_reason"], ok["contended_flag"])
+            if f == 1.0 and isinstance(r, str) and r))
+        kinds = set(group["skip_kind"]) - {""}
+        row["skip_kind"] = kinds.pop() if len(kinds) == 1 else ""
+        row["install_hint"] = next((h for h in group["install_hint"] if h), "")
+        row["word"] = (vocab.SKIP_WORDS[row["skip_kind"]]
+                       if ok.empty and row["skip_kind"] and row["status"] in (
+                           "skipped", "over_budget") else row["status"])
+        for name in ("scale", "device", "threads"):
+            row[name] = _joined(group[name])
         row["converged"], row["n_converged"] = _converged(group, ok)
         row["signal"] = _joined(group["convergence.signal"]) if (
             "convergence.signal" in group) else ""
@@ -188,10 +282,12 @@ def cells(runs: pd.DataFrame) -> pd.DataFrame:
     if out.empty:
         return out
     order = {m: i for i, m in enumerate(METHOD_ORDER)}
+    datasets = {d: i for i, d in enumerate(dataset_order(runs))}
+    out["_d"] = out["dataset"].map(datasets)
     out["_m"] = out["method"].map(lambda m: order.get(m, len(order)))
     out["_v"] = out["variant"].map(natural_key)
-    out = out.sort_values(["dataset", "budget", "_m", "method", "_v"])
-    return out.drop(columns=["_m", "_v"]).reset_index(drop=True)
+    out = out.sort_values(["_d", "budget", "_m", "method", "_v"], kind="stable")
+    return out.drop(columns=["_d", "_m", "_v"]).reset_index(drop=True)
 
 
 def natural_key(text) -> tuple:

@@ -20,11 +20,18 @@ METHODS = ("joker-exact", "joker-inexact", "falkon", "logfalkon", "eigenpro3",
            "thundersvm", "libsvm")
 DATASETS = {"hepc": ("regression", "test_rmse"),
             "ijcnn1": ("binary", "test_accuracy")}
+#: The sweep runs ijcnn1 first: the report must keep that order, not sort.
+SWEEP_ORDER = ("ijcnn1", "hepc")
+#: (n_train, n_test, d) of the standard trials: ijcnn1 at the size of the
+#: anchors in reports/published.csv (reference beside the cell), hepc at
+#: another size (its references go to "references at other sizes").
+SIZES = {"ijcnn1": (49990, 91701, 22), "hepc": (20000, 5000, 10)}
+INSTALL_HINT = "pip install eigenpro3-from-the-fake-store"
 
 
 def trial(dataset, method, seed=0, status="ok", budget="cpu-1g", reason="",
           metrics=None, plan=None, method_params=None, history=None,
-          config_hash=None):
+          config_hash=None, tags=None):
     """One trial description (the fields the harness records)."""
     task, primary = DATASETS.get(dataset, ("binary", "test_accuracy"))
     # like joker.bench: per-repetition seeds and the bandwidth measured on
@@ -35,7 +42,7 @@ def trial(dataset, method, seed=0, status="ok", budget="cpu-1g", reason="",
     return dict(dataset=dataset, method=method, seed=seed, status=status,
                 budget=budget, reason=reason, task=task, primary=primary,
                 metrics=metrics or {}, plan=plan or {}, method_params=params,
-                history=history, config_hash=config_hash
+                history=history, tags=tags or {}, config_hash=config_hash
                 or f"{dataset}-{method}-{budget}-{seed}-{sorted(params.items())}")
 
 
@@ -54,24 +61,49 @@ def joker_history(rng, epochs=6, scale=100.0):
 def standard_trials():
     """Two datasets x seven methods with every kind of outcome.
 
+    Run in :data:`SWEEP_ORDER` (ijcnn1 first). Every record has the fields
+    of the current contract: ``fit_rss_mib`` (50-500 MiB) above a
+    ``baseline_rss_mib`` of 300, ``peak_rss_mib`` = baseline + fit + 10,
+    ``fit_cpu_seconds``, ``fit_load_avg``, ``cpu_utilisation``, the tags
+    ``contended`` (with ``contended_reason``), ``scale``, ``device``,
+    ``skip_kind`` and ``install_hint``, and the sizes of :data:`SIZES`.
+
     hepc: joker-exact/-inexact/falkon over seeds 0..2, falkon seed 2 times
-    out; libsvm, logfalkon skipped (task unsupported); thundersvm error.
-    ijcnn1: falkon diverged; joker-exact not converged; libsvm has no
-    convergence signal. eigenpro3 is skipped everywhere (library missing).
+    out, joker-exact seed 1 contended; libsvm, logfalkon skipped (task
+    unsupported); thundersvm error. ijcnn1: falkon diverged; joker-exact
+    not converged; libsvm has no convergence signal; thundersvm measured
+    ``fit_gpu_mib``. eigenpro3 is skipped everywhere (not installed).
     """
     rng = np.random.default_rng(0)
     out = []
-    for dataset, (task, primary) in DATASETS.items():
+    for dataset in SWEEP_ORDER:
+        task, primary = DATASETS[dataset]
         for method in METHODS:
             seeds = (0, 1, 2) if method in METHODS[:3] else (0,)
             for seed in seeds:
                 status, reason, metrics, plan, hist = "ok", "", {}, {}, None
                 value = float(rng.uniform(0.05, 0.2) if task == "regression"
                               else rng.uniform(0.9, 0.99))
-                metrics = {primary: value, "fit_seconds": float(rng.uniform(1, 50)),
-                           "predict_seconds": 0.1,
-                           "peak_rss_mib": float(rng.uniform(300, 3000)),
+                fit_mib = float(rng.uniform(50, 500))
+                fit_s = float(rng.uniform(1, 50))
+                contended = dataset == "hepc" and method == "joker-exact" and seed == 1
+                util = 0.4 if contended else 0.95
+                n_train, n_test, d = SIZES[dataset]
+                metrics = {primary: value, "fit_seconds": fit_s,
+                           "predict_seconds": 0.1, "fit_rss_mib": fit_mib,
+                           "baseline_rss_mib": 300.0,
+                           "peak_rss_mib": 300.0 + fit_mib + 10.0,
+                           "fit_cpu_seconds": util * fit_s * 2,
+                           "cpu_utilisation": util,
+                           "fit_load_avg": 3.5 if contended else 1.2,
+                           "n_train": n_train, "n_test": n_test, "n_features": d,
                            "converged": 1.0}
+                tags = {"scale": "local", "device": "cpu",
+                        "contended": "1" if contended else "0",
+                        "contended_reason": "cpu_utilisation 0.40 < 0.80; load 3.5 > 2 cores"
+                        if contended else ""}
+                if dataset == "ijcnn1" and method == "thundersvm":
+                    metrics["fit_gpu_mib"] = 123.0
                 if method.startswith("joker"):
                     hist = joker_history(rng)
                     metrics.update(dual_gap=hist[-1]["gap"],
@@ -84,9 +116,11 @@ def standard_trials():
                 if method in ("falkon", "logfalkon", "eigenpro3"):
                     plan = {"M": 2000}
                 if method == "eigenpro3":
-                    status, reason = "skipped", "library missing: eigenpro3 not installed"
+                    status, reason = "skipped", "eigenpro3 is not installed"
+                    tags.update(skip_kind="not_installed", install_hint=INSTALL_HINT)
                 elif task == "regression" and method in ("libsvm", "logfalkon"):
-                    status, reason = "skipped", "task unsupported: regression"
+                    status, reason = "skipped", f"{method} has no loss for task regression"
+                    tags.update(skip_kind="unsupported")
                 elif dataset == "hepc" and method == "thundersvm":
                     status, reason = "error", "RuntimeError: boom"
                 elif dataset == "hepc" and method == "falkon" and seed == 2:
@@ -101,7 +135,7 @@ def standard_trials():
                 if status in ("timeout", "diverged"):
                     # time and memory are measured; a diverged fit also logs
                     # its (meaningless) test metric, which must not be shown
-                    keep = ("fit_seconds", "peak_rss_mib") + (
+                    keep = ("fit_seconds", "peak_rss_mib", "fit_rss_mib") + (
                         (primary,) if status == "diverged" else ())
                     metrics = {k: metrics[k] for k in keep}
                     if status == "diverged":
@@ -111,12 +145,17 @@ def standard_trials():
                 if status != "ok":
                     hist = None
                 out.append(trial(dataset, method, seed, status, reason=reason,
-                                 metrics=metrics, plan=plan, history=hist))
+                                 metrics=metrics, plan=plan, history=hist, tags=tags))
     return out
 
 
 def rff_trials():
-    """joker-inexact on hepc over n_components 256/512/1024, two seeds each."""
+    """joker-inexact on hepc over n_components 256/512/1024, two seeds each.
+
+    An old record: no ``fit_rss_mib`` (the report falls back to
+    ``peak_rss_mib - baseline_rss_mib`` = 50 + m / 10), no CPU or
+    contention fields, no sizes.
+    """
     rng = np.random.default_rng(1)
     out = []
     for m in (256, 512, 1024):
@@ -124,6 +163,7 @@ def rff_trials():
             hist = joker_history(rng)
             metrics = {"test_rmse": 0.3 / np.sqrt(m / 256) + float(rng.uniform(0, 0.01)),
                        "fit_seconds": m / 100, "peak_rss_mib": 300 + m / 10,
+                       "baseline_rss_mib": 250.0,
                        "dual_gap": hist[-1]["gap"], "kkt_residual": hist[-1]["kkt"],
                        "converged": 1.0}
             out.append(trial("hepc", "joker-inexact", seed, metrics=metrics,
@@ -159,7 +199,7 @@ def log_trials(uri, experiment, trials, artifact_root, extra_runs=True):
                 "status": tr["status"], "reason": tr["reason"],
                 "config_hash": tr["config_hash"], "seed": str(tr["seed"]),
                 "repetition": str(tr["seed"]), "primary_metric": tr["primary"],
-                "threads": "2"}
+                "threads": "2", **tr.get("tags", {})}
         if tr["status"] == "skipped":
             tags["skip_reason"] = tr["reason"]
         if "converged" in tr["metrics"]:

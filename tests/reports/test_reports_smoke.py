@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reports import render
+from reports import render, vocab
 from reports.cli import build_report
 from reports.load import STATUSES
 
@@ -47,8 +47,13 @@ def _value(run, name):
 
 
 def _memory(run):
-    gpu = _value(run, "peak_gpu_mib")
-    return gpu if not math.isnan(gpu) else _value(run, "peak_rss_mib")
+    """The method's memory: fit_rss_mib, else peak - baseline, else the peak."""
+    for value in (_value(run, "fit_rss_mib"),
+                  _value(run, "peak_rss_mib") - _value(run, "baseline_rss_mib"),
+                  _value(run, "peak_rss_mib")):
+        if not math.isnan(value):
+            return value
+    return np.nan
 
 
 def _same(a, b):
@@ -93,7 +98,8 @@ def test_each_number_equals_the_logged_values(real):
         metric = runs["tags.primary_metric"].dropna().iloc[0]
         assert cell["metric_name"] == metric
         values = {
-            "metric": [_value(r, metric) for _, r in ok.iterrows()],
+            "metric": [_value(r, metric) * vocab.metric_scale(metric)
+                       for _, r in ok.iterrows()],
             "fit_seconds": [_value(r, "fit_seconds") for _, r in ok.iterrows()],
             "memory_mib": [_memory(r) for _, r in ok.iterrows()],
             "dual_gap": [_value(r, "dual_gap") for _, r in ok.iterrows()],
@@ -103,7 +109,9 @@ def test_each_number_equals_the_logged_values(real):
             vals = np.array([v for v in vals if not math.isnan(v)])
             mean = vals.mean() if len(vals) else np.nan
             std = vals.std(ddof=1) if len(vals) > 1 else np.nan
+            median = np.median(vals) if len(vals) else np.nan
             assert _same(mean, cell[f"{q}_mean"]), (cell["dataset"], cell["method"], q)
+            assert _same(median, cell[f"{q}_median"]), (cell["dataset"], cell["method"], q)
             assert _same(std, cell[f"{q}_std"]), (cell["dataset"], cell["method"], q)
         # and the CSV keeps them at full precision
     csv = pd.read_csv(report.paths["csv"])
@@ -125,9 +133,12 @@ def test_skipped_and_failed_cells_show_their_status_not_a_number(real):
         for q, frame in wide.items():
             row = frame[(frame["dataset"] == cell["dataset"])
                         & (frame["budget"] == cell["budget"])].iloc[0]
-            assert row[cell["method"]] == cell["status"]
-            assert not any(ch.isdigit() for ch in cell["status"].split(" (")[0])
-        assert details.loc[i, "value"] == cell["status"]
+            # the status, or n/a / not installed / over budget for skipped runs
+            assert row[cell["method"]] == cell["word"]
+            assert not any(ch.isdigit() for ch in cell["word"].split(" (")[0])
+        assert details.loc[i, "value"] == cell["word"]
+        if cell["status"] == "skipped" and "not installed" in str(cell["reasons"]):
+            assert cell["word"] == "not installed" and cell["install_hint"]
     # every cell says whether its solution converged
     assert cells["converged"].isin(["yes", "no", "unknown", "no solution"]).all()
 
@@ -151,8 +162,10 @@ def test_figures_plot_the_runs_values(real):
         runs = ok[(ok["tags.dataset"] == p["dataset"]) & (ok["tags.method"] == p["method"])
                   & (ok["tags.budget"] == p["budget"])]
         metric = runs["tags.primary_metric"].iloc[0]
-        assert p["metric"] == pytest.approx(np.nanmean([_value(r, metric) for _, r in runs.iterrows()]))
-        assert p["memory_mib"] == pytest.approx(np.nanmean([_memory(r) for _, r in runs.iterrows()]))
+        scale = vocab.metric_scale(metric)
+        assert p["metric"] == pytest.approx(np.nanmedian(
+            [_value(r, metric) * scale for _, r in runs.iterrows()]))
+        assert p["memory_mib"] == pytest.approx(np.nanmedian([_memory(r) for _, r in runs.iterrows()]))
     # Joker convergence: the points are the runs' history.csv rows
     conv = figs["fig3_convergence"]
     joker = ok[ok["tags.method"].str.startswith("joker")]

@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reports import figures, published, render, table
+import reports_fakestore
+from reports import cli, figures, published, render, table, vocab
 from reports.cli import build_report, main
 from reports.load import StoreError, load_selection
 
@@ -39,12 +40,18 @@ def test_mean_and_std_over_seeds_equal_the_logged_values(fake_store, fake_report
         assert c["n_runs"] == len(group) and c["n_ok"] == len(ok)
         for key, col in ((group[0]["primary"], "metric"),
                          ("fit_seconds", "fit_seconds"),
-                         ("peak_rss_mib", "memory_mib")):
+                         ("fit_rss_mib", "memory_mib"),
+                         ("peak_rss_mib", "peak_rss_mib")):
             values = np.array([t["metrics"][key] for t in ok])
+            if key == "test_accuracy":  # logged as a fraction, shown in %
+                values = 100 * values
             if len(values) == 0:
-                assert np.isnan(c[f"{col}_mean"])
+                assert np.isnan(c[f"{col}_mean"]) and np.isnan(c[f"{col}_median"])
                 continue
             assert c[f"{col}_mean"] == pytest.approx(values.mean(), rel=1e-12)
+            assert c[f"{col}_median"] == pytest.approx(np.median(values), rel=1e-12)
+            assert (c[f"{col}_min"], c[f"{col}_max"]) == pytest.approx(
+                (values.min(), values.max()), rel=1e-12)
             if len(values) > 1:
                 assert c[f"{col}_std"] == pytest.approx(values.std(ddof=1), rel=1e-12)
             else:
@@ -52,8 +59,8 @@ def test_mean_and_std_over_seeds_equal_the_logged_values(fake_store, fake_report
 
 
 def test_superseded_duplicate_is_not_averaged(fake_report):
-    # the builder logged an older copy of hepc/joker-exact seed 0 with 999 s
-    c = cell(fake_report.cells, "hepc", "joker-exact")
+    # the builder logged an older copy of ijcnn1/joker-exact seed 0 with 999 s
+    c = cell(fake_report.cells, "ijcnn1", "joker-exact")
     assert c["n_runs"] == 3 and c["fit_seconds_mean"] < 100
 
 
@@ -66,15 +73,99 @@ def test_partial_and_failed_cells_show_status_words(fake_report):
     assert diverged["status"] == "diverged" and np.isnan(diverged["metric_mean"])
     wide = render.paper_layout(cells, "metric").set_index("dataset")
     assert wide.loc["ijcnn1", "falkon"] == "diverged"
-    assert wide.loc["hepc", "eigenpro3"] == "skipped"
+    assert wide.loc["hepc", "eigenpro3"] == "not installed"
+    assert wide.loc["hepc", "libsvm"] == wide.loc["hepc", "logfalkon"] == "n/a"
     assert wide.loc["hepc", "thundersvm"] == "error"
     assert wide.loc["hepc", "falkon"].endswith("(2/3 ok)")
     for quantity in ("time", "memory"):
         w = render.paper_layout(cells, quantity).set_index("dataset")
         assert w.loc["ijcnn1", "falkon"] == "diverged"
+        assert w.loc["hepc", "eigenpro3"] == "not installed"  # no memory: never ran
     det = render.details(cells)
-    failed = det[det["status"].isin(["skipped", "error", "diverged", "timeout"])]
+    failed = det[det["status"].isin(["error", "diverged", "timeout"])]
     assert len(failed) and (failed["value"] == failed["status"]).all()
+    skipped = det[det["status"] == "skipped"]
+    assert set(skipped["value"]) == {"n/a", "not installed"}
+    assert (skipped["fit memory (MiB)"] == "").all()  # never ran: no memory
+
+
+def test_skip_kind_and_install_hint(fake_report):
+    cells = fake_report.cells
+    c = cell(cells, "ijcnn1", "eigenpro3")
+    assert (c["skip_kind"], c["install_hint"]) == (
+        "not_installed", reports_fakestore.INSTALL_HINT)
+    assert cell(cells, "hepc", "libsvm")["skip_kind"] == "unsupported"
+    notes = render.footnotes(cells)
+    assert f"eigenpro3 is not installed: {reports_fakestore.INSTALL_HINT}" in notes
+    md = fake_report.paths["markdown"].read_text()
+    assert reports_fakestore.INSTALL_HINT in md
+
+
+@pytest.mark.parametrize("tag, reason, kind", [
+    (None, "falkon is not installed", "not_installed"),
+    (None, "logfalkon has no loss for task regression", "unsupported"),
+    (None, "thundersvm does not support multiclass", "unsupported"),
+    (None, "budget 'cpu-1g' (1 MiB) cannot hold the smallest setting", "budget"),
+    ("unsupported", "falkon is not installed", "unsupported"),  # the tag wins
+    (None, "RuntimeError: boom", ""),
+])
+def test_skip_kind_is_inferred_for_old_records(tag, reason, kind):
+    assert vocab.skip_kind(tag, reason) == kind
+
+
+def test_old_record_memory_falls_back_to_peak_minus_baseline(fake_store, tmp_path):
+    rep = build_report(fake_store[0], "rff-sweep", out=tmp_path, make_figures=False,
+                       **QUIET)
+    for run_id, tr in trials_of(fake_store, "rff-sweep").items():
+        row = rep.runs.set_index("run_id").loc[run_id]
+        assert row["memory_mib"] == pytest.approx(tr["metrics"]["peak_rss_mib"] - 250.0)
+        assert row["memory_source"] == "peak - baseline"
+    assert any("peak_rss_mib − baseline_rss_mib" in n for n in render.footnotes(rep.cells))
+    assert "peak_rss_mib − baseline_rss_mib" in rep.paths["markdown"].read_text()
+
+
+def test_contended_cells_are_marked(fake_report):
+    cells = fake_report.cells
+    c = cell(cells, "hepc", "joker-exact")
+    assert c["contended"] and "load 3.5" in c["contended_reason"]
+    assert not cell(cells, "hepc", "joker-inexact")["contended"]
+    wide = render.paper_layout(cells, "time").set_index("dataset")
+    assert wide.loc["hepc", "joker-exact"].endswith(render.CONTENDED)
+    assert not wide.loc["hepc", "joker-inexact"].endswith(render.CONTENDED)
+    det = render.details(cells).set_index(["dataset", "method"])
+    assert det.loc[("hepc", "joker-exact"), "notes"].startswith(render.CONTENDED)
+    # medians of (0.95, 0.4, 0.95) and of the load (1.2, 3.5, 1.2)
+    assert det.loc[("hepc", "joker-exact"), "CPU use (load)"] == "95% (1.2)"
+    assert det.loc[("ijcnn1", "thundersvm"), "fit GPU (MiB)"] == "123"
+    assert render.CONTENDED in render.LEGEND
+
+
+def test_median_range_and_repetitions_are_shown(fake_store, fake_report):
+    c = cell(fake_report.cells, "hepc", "joker-inexact")
+    vals = sorted(t["metrics"]["fit_seconds"] for t in trials_of(fake_store).values()
+                  if t["dataset"] == "hepc" and t["method"] == "joker-inexact")
+    text = render.time_text(c)
+    assert text == (f"{render.sig(vals[1], 3)} [{render.sig(vals[0], 3)}–"
+                    f"{render.sig(vals[2], 3)}] n=3")
+
+
+def test_datasets_keep_sweep_order_and_show_sizes(fake_report):
+    cells = fake_report.cells
+    assert list(dict.fromkeys(cells["dataset"])) == list(reports_fakestore.SWEEP_ORDER)
+    for q in ("metric", "time", "memory"):
+        wide = render.paper_layout(cells, q)
+        assert list(wide["dataset"]) == list(reports_fakestore.SWEEP_ORDER)
+        assert ("metric" in wide) == (q == "metric")  # no repeated metric column
+    ds = render.datasets(cells).set_index("dataset")
+    assert (ds.loc["ijcnn1", "n_train"], ds.loc["ijcnn1", "n_test"], ds.loc["ijcnn1", "d"]) == (
+        "49,990", "91,701", "22")
+    assert (ds.loc["hepc", "scale"], ds.loc["hepc", "device"], ds.loc["hepc", "threads"],
+            ds.loc["hepc", "budget"]) == ("local", "cpu", "2", "cpu-1g")
+    assert ds.loc["ijcnn1", "metric"] == "test accuracy (%)"
+    assert ds.loc["hepc", "metric"] == "test RMSE (kW)"
+    figs = {f.name: f for f in fake_report.figures}
+    assert list(dict.fromkeys(figs["training_time"].data["dataset"])) == list(
+        reports_fakestore.SWEEP_ORDER)
 
 
 def test_every_cell_says_whether_it_converged(fake_report):
@@ -161,8 +252,8 @@ def test_figure_data_equal_the_runs(fake_store, fake_report):
     cells = fake_report.cells[fake_report.cells["n_ok"] > 0]
     assert len(mm) == len(cells)
     merged = mm.merge(cells, on=["dataset", "budget", "method", "variant"])
-    assert np.allclose(merged["metric"], merged["metric_mean"])
-    assert np.allclose(merged["memory_mib"], merged["memory_mib_mean"])
+    assert np.allclose(merged["metric"], merged["metric_median"])
+    assert np.allclose(merged["memory_mib"], merged["memory_mib_median"])
     # convergence: exactly the logged histories of the ok Joker runs
     conv = figs["fig3_convergence"].data
     for run_id, tr in trials.items():
@@ -200,13 +291,28 @@ def test_published_file_cites_every_number():
     assert refs["value"].notna().all()
     # measured anchors must cite the anchors file, never pose as published
     measured = refs[refs["kind"] == "measured on this machine class"]
-    assert measured["source"].str.startswith("shared/docs/anchors.md").all()
+    assert measured["source"].str.startswith("docs/anchors.md").all()
+    assert (Path(published.__file__).resolve().parents[1] / "docs" / "anchors.md").is_file()
+    assert refs["n_train"].notna().all() and refs["n_test"].notna().all()
 
 
-def test_reference_is_placed_beside_our_cell(fake_report):
-    c = cell(fake_report.cells, "ijcnn1", "libsvm")
-    assert c["ref_id"] == "A5" and c["ref_metric"] == pytest.approx(0.9841)
+def test_reference_is_placed_beside_our_cell_only_at_the_same_size(fake_report):
+    c = cell(fake_report.cells, "ijcnn1", "libsvm")  # ran at the anchor's 49,990 / 91,701
+    assert c["ref_id"] == "A5" and c["ref_metric"] == pytest.approx(98.41)  # in %
     assert cell(fake_report.cells, "hepc", "joker-exact")["ref_id"] == ""
+    # hepc ran at 20,000 / 5,000: the 200,000 / 50,000 anchors are listed apart
+    assert cell(fake_report.cells, "hepc", "joker-inexact")["ref_id"] == ""
+    other = published.other_sizes(fake_report.cells)
+    assert {"A1", "A2", "A3", "A4"} <= set(other["id"])
+    assert set(other[other["id"] == "A1"][["n_train", "n_test"]].iloc[0]) == {"200,000", "50,000"}
+    beside = set(published.cited(fake_report.cells)["id"])
+    assert {"A5", "A6"} <= beside  # same size as our ijcnn1 cells; A6 listed, A5 in the cell
+    assert not beside & set(other["id"])
+    md = fake_report.paths["markdown"].read_text()
+    assert "## References at other sizes" in md
+    # the sources' "row 'HEPC | ...'" must not split a Markdown cell
+    a1 = next(line for line in md.splitlines() if line.startswith("| A1 "))
+    assert a1.count(" | ") == len(published.LIST_COLUMNS) - 1
 
 
 def test_output_files(fake_report):
@@ -215,9 +321,11 @@ def test_output_files(fake_report):
     assert "| dataset" in md and "diverged" in md and "Runs not used (3)" in md
     tex = p["latex"].read_text()
     assert all(r in tex for r in (r"\toprule", r"\midrule", r"\bottomrule"))
-    assert "±" not in tex and r"$\pm$" in tex
+    assert "✓" not in tex and r"\checkmark{}" in tex and "–" not in tex
     html = p["html"].read_text()
     assert html.count("data:image/png;base64,") == 3
+    assert html.count('<div class="box"><table') >= 6  # every table scrolls in its box
+    assert "shared/" not in html and "shared/" not in md
     for run_id in fake_report.selection.skipped["run_id"]:
         assert run_id in html
     csv = pd.read_csv(p["csv"])
@@ -238,6 +346,28 @@ def test_cli_exit_codes_and_final_lines(fake_store, tmp_path, capsys):
     assert main(["--tracking-uri", uri, "--experiment", "table4", "--out",
                  str(tmp_path / "b"), "--budget", "none"]) == 1
     assert main(["--tracking-uri", f"sqlite:///{tmp_path / 'x.db'}"]) == 2
+
+
+def test_report_never_overwrites_another_experiments_report(fake_store, tmp_path,
+                                                             monkeypatch, capsys):
+    uri = fake_store[0]
+    monkeypatch.setattr(cli, "REPORT_ROOT", tmp_path / "report")
+    # no --experiment: the latest experiment (rff-sweep), in its own folder
+    assert main(["--tracking-uri", uri, "--no-figures"]) == 0
+    assert main(["--tracking-uri", uri, "--experiment", "table4", "--no-figures"]) == 0
+    rff, t4 = tmp_path / "report" / "rff-sweep", tmp_path / "report" / "table4"
+    assert "experiment `rff-sweep`" in (rff / "table4.md").read_text()
+    assert "experiment `table4`" in (t4 / "table4.md").read_text()
+    # an explicit --out holding table4's report is refused, untouched
+    before = (t4 / "table4.md").read_bytes()
+    capsys.readouterr()
+    assert main(["--tracking-uri", uri, "--experiment", "rff-sweep", "--out",
+                 str(t4), "--no-figures"]) == 2
+    assert "holds the report of experiment 'table4'" in capsys.readouterr().err
+    assert (t4 / "table4.md").read_bytes() == before
+    # a report of the same experiment is rebuilt in place
+    assert main(["--tracking-uri", uri, "--experiment", "table4", "--out",
+                 str(t4), "--no-figures"]) == 0
 
 
 def test_import_joker_does_not_import_reports():
