@@ -23,6 +23,7 @@ output capture live in :mod:`baselines.runtime`, the post-fit checks in
 
 from __future__ import annotations
 
+import abc
 import importlib
 import importlib.metadata
 import importlib.util
@@ -42,8 +43,6 @@ __all__ = [
     "Budget",
     "DivergedError",
     "DTYPE_BYTES",
-    "KERNELS",
-    "LOSSES",
     "MIB",
     "TASKS",
     "blas_threads",
@@ -53,9 +52,8 @@ __all__ = [
     "trivial_predictor_check",
 ]
 
+#: Learning tasks of the benchmark (``docs/contracts.md``, "Tasks and losses").
 TASKS = ("regression", "binary", "multiclass")
-LOSSES = ("squared", "huber", "epsilon_insensitive", "hinge", "squared_hinge", "logistic", "odm")
-KERNELS = ("gaussian", "laplacian")
 #: Bytes per element of the floating dtypes an adapter may be asked for.
 DTYPE_BYTES = {"float32": 4, "float64": 8}
 #: One mebibyte in bytes (ThunderSVM's ``max_mem_size`` and LIBSVM's ``cache_size`` are in MiB).
@@ -126,11 +124,12 @@ class Budget:
         return cls("default", 1024 * MIB, 1024 * MIB)
 
 
-class Adapter:
+class Adapter(abc.ABC):
     """Base class of every solver adapter (the contract of ``docs/contracts.md``).
 
-    Subclasses set the class attributes and implement ``_plan``, ``_fit``,
-    ``_decision``, ``_describe`` and ``_convergence``; this class does the
+    Subclasses set the class attributes and implement the abstract hooks
+    ``_plan``, ``_fit``, ``_decision``, ``_describe`` and ``_convergence``
+    (a subclass missing one cannot be instantiated); this class does the
     validation, the label encoding, the error translation and the post-fit
     checks, so that every adapter behaves the same at its edges.
 
@@ -138,7 +137,7 @@ class Adapter:
     ----------
     task : {"regression", "binary", "multiclass"}
     loss : str
-        One of :data:`LOSSES` that the adapter supports for ``task``.
+        A loss the adapter supports for ``task`` (its ``losses[task]``).
     kernel : {"gaussian", "laplacian"}, default "gaussian"
     sigma : float
         Kernel bandwidth (> 0), same units as the features.
@@ -494,28 +493,27 @@ class Adapter:
 
     # ------------------------------------------------------------------ hooks
 
-    def _plan(self, budget: Budget, n: int, d: int) -> dict[str, Any]:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _plan(self, budget: Budget, n: int, d: int) -> dict[str, Any]:
+        """Knobs for ``budget`` on ``n`` x ``d`` data, with ``est_bytes`` (see :meth:`plan`)."""
 
-    def _fit(self, X: np.ndarray, target: np.ndarray) -> None:  # pragma: no cover - abstract
+    @abc.abstractmethod
+    def _fit(self, X: np.ndarray, target: np.ndarray) -> None:
         """Fit on float X (self.dtype) and encoded targets (see :meth:`_encode_y`)."""
-        raise NotImplementedError
 
-    def _decision(self, X: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _decision(self, X: np.ndarray) -> np.ndarray:
+        """Raw scores of the fitted model, shaped as :meth:`decision_function` returns them."""
 
-    def _describe(self) -> dict[str, Any]:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _describe(self) -> dict[str, Any]:
+        """Adapter-specific part of :meth:`describe` (at least ``conversions``)."""
 
-    def _convergence(self) -> dict[str, Any]:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _convergence(self) -> dict[str, Any]:
+        """Adapter-specific part of :meth:`convergence` (``converged``, ``reason``, ...)."""
 
     # ------------------------------------------------------------------ helpers
-
-    @property
-    def n_outputs(self) -> int:
-        """Columns of the decision function: 1, or the number of classes for multiclass."""
-        return len(self.classes_) if self.task == "multiclass" and self.classes_ is not None else 1
 
     def _check_X(self, X: Any, *, fitting: bool) -> np.ndarray:
         arr = np.asarray(X)

@@ -34,6 +34,9 @@ from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
+from baselines.base import Budget, DivergedError
+from baselines.registry import get_adapter
+
 from . import scoring
 
 MIB = 2**20
@@ -113,16 +116,6 @@ class Progress:
         _write_json(self.path, {"phase": phase, "seconds": time.perf_counter() - self.t0})
 
 
-class _Budget:
-    """Stand-in for ``baselines.base.Budget`` when that module is absent."""
-
-    def __init__(self, name: str, host_bytes: int, gpu_bytes: int) -> None:
-        self.name, self.host_bytes, self.gpu_bytes = name, host_bytes, gpu_bytes
-
-    def __repr__(self) -> str:
-        return f"Budget({self.name!r}, {self.host_bytes}, {self.gpu_bytes})"
-
-
 def make_budget(spec: Dict[str, Any], rss_now: int) -> Any:
     """Build the Budget handed to ``adapter.plan``.
 
@@ -140,7 +133,8 @@ def make_budget(spec: Dict[str, Any], rss_now: int) -> Any:
 
     Returns
     -------
-    baselines.base.Budget or a stand-in with the same fields (bytes).
+    baselines.base.Budget
+        Sizes in bytes.
     """
     b = spec["budget"]
     if b.get("host_mib") is not None:  # at least 1 MiB: the peak will judge the trial
@@ -159,10 +153,6 @@ def make_budget(spec: Dict[str, Any], rss_now: int) -> Any:
             gpu = int(torch.cuda.get_device_properties(_cuda_index(spec["device"])).total_memory)
         except Exception:
             gpu = 0
-    try:
-        from baselines.base import Budget
-    except Exception:
-        Budget = _Budget
     return Budget(b["name"], host, gpu)
 
 
@@ -189,8 +179,6 @@ def limit_threads(n: int) -> Dict[str, Any]:
 def _adapter_class(method: Dict[str, Any]) -> Any:
     if method.get("adapter"):
         return load_object(method["adapter"])
-    from joker.bench.methods import get_adapter
-
     return get_adapter(method["name"])
 
 
@@ -221,17 +209,6 @@ def _warmup_rows(y: np.ndarray, task: str, m: int) -> np.ndarray:
     per = max(2, m // max(1, len(labels)))
     idx = np.concatenate([np.flatnonzero(y == c)[:per] for c in labels])
     return np.sort(idx)
-
-
-def _call(obj: Any, name: str, *args: Any, default: Any = None) -> Any:
-    fn = getattr(obj, name, None)
-    return fn(*args) if callable(fn) else default
-
-
-def _pair(value: Any) -> Tuple[bool, str]:
-    if isinstance(value, tuple):
-        return bool(value[0]), str(value[1] if len(value) > 1 else "")
-    return bool(value), ""
 
 
 def _sync_cuda() -> None:
@@ -309,7 +286,7 @@ def run(spec: Dict[str, Any], progress: Progress, res: Dict[str, Any]) -> Dict[s
 
     progress("import")
     cls = _adapter_class(method)
-    ok, reason = _pair(_call(cls, "available", default=(True, "")))
+    ok, reason = cls.available()
     if not ok:
         return _end(res, "skipped", reason or f"{method['name']} is not available")
     if not method.get("loss"):
@@ -328,7 +305,7 @@ def run(spec: Dict[str, Any], progress: Progress, res: Dict[str, Any]) -> Dict[s
     res["data_source"] = getattr(ds, "source", None)
     classes = np.unique(y) if task != "regression" else None
     n_classes = len(classes) if classes is not None else None
-    ok, reason = _pair(_call(cls, "supports", task, n_classes, default=(True, "")))
+    ok, reason = cls.supports(task, n_classes)
     if not ok:
         return _end(res, "skipped", reason or f"{method['name']} does not support {task}")
 
@@ -349,7 +326,7 @@ def run(spec: Dict[str, Any], progress: Progress, res: Dict[str, Any]) -> Dict[s
         try:
             rows = _warmup_rows(y, task, WARMUP_ROWS)
             w = cls(**kwargs)
-            _call(w, "plan", make_budget(spec, rss_bytes()[0]), len(rows), d)
+            w.plan(make_budget(spec, rss_bytes()[0]), len(rows), d)
             w.fit(X[rows], y[rows])
             w.predict(Xt[: min(len(yt), 64)])
             del w
@@ -361,11 +338,8 @@ def run(spec: Dict[str, Any], progress: Progress, res: Dict[str, Any]) -> Dict[s
     adapter = cls(**kwargs)
     rss_now, peak_before = rss_bytes()
     budget = make_budget(spec, rss_now)
-    res["fit_budget"] = {"name": getattr(budget, "name", None),
-                         "host_bytes": getattr(budget, "host_bytes", None),
-                         "gpu_bytes": getattr(budget, "gpu_bytes", None)}
-    plan = _call(adapter, "plan", budget, n, d, default=None)
-    res["plan"] = dict(plan) if isinstance(plan, dict) else {}
+    res["fit_budget"] = {"name": budget.name, "host_bytes": budget.host_bytes, "gpu_bytes": budget.gpu_bytes}
+    res["plan"] = dict(adapter.plan(budget, n, d))
     m["baseline_rss_mib"] = peak_before / MIB
 
     progress("fit")
@@ -382,20 +356,18 @@ def run(spec: Dict[str, Any], progress: Progress, res: Dict[str, Any]) -> Dict[s
 
     progress("metrics")
     y_pred = np.asarray(y_pred)
-    conv = _call(adapter, "convergence", default=None) or {}
+    conv = adapter.convergence()
     res["convergence"] = conv
-    res["describe"] = _call(adapter, "describe", default=None) or {}
+    res["describe"] = adapter.describe()
     m.update(convergence_metrics(conv))
     if task == "regression":
         if not np.all(np.isfinite(y_pred.astype(np.float64))):
             return _end(res, "error", "non-finite predictions")
         m.update(scoring.regression_metrics(yt, y_pred))
     else:
-        scores = _call(adapter, "decision_function", Xt, default=None)
-        if scores is not None:
-            scores = np.asarray(scores, dtype=np.float64)
-            if not np.all(np.isfinite(scores)):
-                return _end(res, "error", "non-finite decision function")
+        scores = np.asarray(adapter.decision_function(Xt), dtype=np.float64)
+        if not np.all(np.isfinite(scores)):
+            return _end(res, "error", "non-finite decision function")
         m.update(scoring.classification_metrics(yt, y_pred, scores, classes))
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
@@ -428,7 +400,7 @@ def _failure(exc: BaseException) -> Dict[str, str]:
     """Map an exception to (status, reason)."""
     name = type(exc).__name__
     text = f"{name}: {exc}".strip()
-    if name == "DivergedError":
+    if isinstance(exc, DivergedError):
         return {"status": "diverged", "reason": str(exc) or name}
     if isinstance(exc, MemoryError) or name == "OutOfMemoryError" or "out of memory" in str(exc).lower():
         return {"status": "oom", "reason": text}
