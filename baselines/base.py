@@ -16,9 +16,9 @@ Conventions (the one source of each conversion is named where it is used):
   ``decision_function(X) > 0`` means ``classes_[1]`` for every adapter.
 
 The module imports numpy only; upstream libraries are imported inside the
-adapters' methods, so ``import baselines`` stays cheap. Thread limits and
-output capture live in :mod:`baselines.runtime`, the post-fit checks in
-:mod:`baselines.checks` (both re-exported here).
+adapters' methods, so ``import baselines`` stays cheap. Thread limits live
+in :mod:`baselines.threads`, output capture in :mod:`baselines.runtime`, the
+post-fit checks in :mod:`baselines.checks` (all re-exported here).
 """
 
 from __future__ import annotations
@@ -35,7 +35,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .checks import relative_plateau, trivial_predictor_check
-from .runtime import blas_threads, capture_output, torch_threads
+from .device import Device
+from .runtime import capture_output
+from .threads import blas_threads, torch_threads
 
 __all__ = [
     "Adapter",
@@ -45,6 +47,8 @@ __all__ = [
     "DTYPE_BYTES",
     "MIB",
     "TASKS",
+    "mib_to_bytes",
+    "positive_float",
     "blas_threads",
     "capture_output",
     "relative_plateau",
@@ -58,6 +62,24 @@ TASKS = ("regression", "binary", "multiclass")
 DTYPE_BYTES = {"float32": 4, "float64": 8}
 #: One mebibyte in bytes (ThunderSVM's ``max_mem_size`` and LIBSVM's ``cache_size`` are in MiB).
 MIB = 1 << 20
+
+
+def mib_to_bytes(mib: float | None) -> int | None:
+    """Convert a size in MiB (``1 MiB = 2**20`` bytes) to whole bytes; ``None`` stays ``None``.
+
+    The one MiB -> bytes conversion of the project (configs are in MiB,
+    everything after them in bytes).
+
+    Raises
+    ------
+    ValueError
+        If ``mib`` is not a real number (bool included).
+    """
+    if mib is None:
+        return None
+    if isinstance(mib, bool) or not isinstance(mib, numbers.Real):
+        raise ValueError(f"a size in MiB must be a number, got {mib!r}")
+    return int(mib * MIB)
 
 #: Training rows used by the post-fit checks (finite decision values, divergence).
 CHECK_ROWS = 10_000
@@ -116,7 +138,7 @@ class Budget:
     @classmethod
     def from_mib(cls, name: str, host_mib: float, gpu_mib: float = 0) -> "Budget":
         """Build a budget from sizes in MiB (``1 MiB = 2**20`` bytes)."""
-        return cls(name, int(host_mib * MIB), int(gpu_mib * MIB))
+        return cls(name, mib_to_bytes(host_mib), mib_to_bytes(gpu_mib))
 
     @classmethod
     def default(cls) -> "Budget":
@@ -261,13 +283,14 @@ class Adapter(abc.ABC):
             raise ValueError(f"{self.name} supports losses {self.losses[task]} for task {task!r}, got {loss!r}")
         if kernel not in self.kernels:
             raise ValueError(f"{self.name} supports kernels {self.kernels}, got {kernel!r}")
-        self.sigma = _positive_float("sigma", sigma)
-        self.lam = _positive_float("lam", lam)
+        self.sigma = positive_float("sigma", sigma)
+        self.lam = positive_float("lam", lam)
         if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
             raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
         if dtype not in DTYPE_BYTES:
             raise ValueError(f"dtype must be one of {tuple(DTYPE_BYTES)}, got {dtype!r}")
-        if not isinstance(device, str) or device.split(":")[0] not in self.devices:
+        parsed = Device.parse(device)
+        if parsed.kind not in self.devices:
             raise ValueError(f"{self.name} runs on {self.devices}, got device={device!r}")
         if isinstance(n_threads, bool) or not isinstance(n_threads, numbers.Integral) or n_threads < 1:
             raise ValueError(f"n_threads must be a positive integer, got {n_threads!r}")
@@ -276,7 +299,8 @@ class Adapter(abc.ABC):
             allowed = ", ".join(sorted(self.option_defaults)) or "none"
             raise ValueError(f"{self.name}: unknown option(s) {unknown}; allowed: {allowed}")
         self.task, self.loss, self.kernel = task, loss, kernel
-        self.seed, self.dtype, self.device, self.n_threads = int(seed), dtype, device, int(n_threads)
+        self.seed, self.dtype, self.n_threads = int(seed), dtype, int(n_threads)
+        self.device, self._device = str(parsed), parsed
         self.options = {**self.option_defaults, **options}
         self.plan_: dict[str, Any] | None = None
         self.classes_: np.ndarray | None = None
@@ -294,7 +318,8 @@ class Adapter(abc.ABC):
 
     @property
     def on_gpu(self) -> bool:
-        return self.device.startswith("cuda")
+        """Whether the adapter runs on a CUDA device."""
+        return self._device.is_cuda
 
     # ------------------------------------------------------------------ the contract
 
@@ -599,7 +624,16 @@ class Adapter(abc.ABC):
         raise DivergedError(f"{self.name} ({self.dtype}): {reason}")
 
 
-def _positive_float(label: str, value: Any) -> float:
+def positive_float(label: str, value: Any) -> float:
+    """Check that ``value`` is a finite real number > 0 (bool refused); return it as float.
+
+    The one rule for ``sigma`` and ``lam`` (adapters and trial specs).
+
+    Raises
+    ------
+    ValueError
+        ``"<label> must be ..."`` otherwise.
+    """
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ValueError(f"{label} must be a positive number, got {value!r}")
     value = float(value)

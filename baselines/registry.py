@@ -8,19 +8,29 @@ loss and kernel names, hence torch). A library that is missing is reported
 by the class's ``available()``, never by the import of the registry.
 
 Adding a method is one file (an :class:`baselines.base.Adapter` subclass),
-one ``conf/method/<id>.yaml`` and one line here; code outside the
-repository (a plug-in, a test) calls :func:`register` instead.
+one ``conf/method/<id>.yaml`` and one line here. Code outside the
+repository registers with :func:`register` in its own process, or, for the
+trial processes the harness starts, with the environment variable
+:data:`ADAPTERS_ENV` (``"<id>=<ref>;<id>=<ref>"``, read when this module is
+imported; a ref is ``module:Class`` or ``/abs/path/file.py:Class``).
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import os
+import sys
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 from .base import Adapter
 
-__all__ = ["ADAPTERS", "METHODS", "Registry", "get_adapter", "register"]
+__all__ = ["ADAPTERS", "ADAPTERS_ENV", "METHODS", "Registry", "get_adapter", "load_object", "register"]
+
+#: Environment variable with extra registry lines for plug-ins and tests (``"<id>=<ref>;..."``).
+ADAPTERS_ENV = "JOKER_BENCH_ADAPTERS"
 
 #: Solver id -> ``"module:class"`` of its adapter, Joker first (table order).
 ADAPTERS: dict[str, str] = {
@@ -60,8 +70,7 @@ class Registry(Mapping):
             ref = self._refs[name]
         except KeyError:
             raise KeyError(f"unknown solver id {name!r}; known: {', '.join(self._refs)}") from None
-        module, _, attr = ref.partition(":")
-        cls = getattr(importlib.import_module(module), attr)
+        cls = load_object(ref)
         if not (isinstance(cls, type) and issubclass(cls, Adapter)) or cls.name != name:
             raise TypeError(f"{ref} must be an Adapter subclass whose name is {name!r}")
         return cls
@@ -77,6 +86,41 @@ class Registry(Mapping):
 METHODS = Registry(ADAPTERS)
 
 
+def load_object(ref: str, root: str | os.PathLike | None = None) -> Any:
+    """Load ``"package.module:attr"`` or ``"path/to/file.py:attr"``.
+
+    Parameters
+    ----------
+    ref : str
+        The reference; a file is executed once as module
+        ``_joker_bench_ext_<stem>``.
+    root : path-like, optional
+        Folder of relative file paths (default: the working directory).
+
+    Raises
+    ------
+    ValueError
+        If ``ref`` has no ``:attr`` part.
+    ImportError, AttributeError
+        If the module or attribute does not exist.
+    """
+    target, _, attr = ref.rpartition(":")
+    if not target or not attr:
+        raise ValueError(f"expected 'module:attr' or 'file.py:attr', got {ref!r}")
+    if not target.endswith(".py"):
+        return getattr(importlib.import_module(target), attr)
+    path = Path(target) if root is None else Path(root) / target
+    name = "_joker_bench_ext_" + path.stem
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"cannot load {path}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return getattr(sys.modules[name], attr)
+
+
 def register(name: str, ref: str) -> None:
     """Add a solver id at run time (plug-ins, tests): the same as one line of :data:`ADAPTERS`.
 
@@ -85,7 +129,8 @@ def register(name: str, ref: str) -> None:
     name : str
         The new solver id.
     ref : str
-        ``"module:class"`` of its :class:`Adapter` subclass (importable).
+        ``"module:class"`` or ``"path/file.py:class"`` of its
+        :class:`Adapter` subclass (see :func:`load_object`).
 
     Raises
     ------
@@ -93,12 +138,24 @@ def register(name: str, ref: str) -> None:
         If ``name`` is already registered to another class, or ``ref`` is
         not of the form ``module:class``.
     """
-    module, _, attr = ref.partition(":")
+    module, _, attr = ref.rpartition(":")
     if not module or not attr:
-        raise ValueError(f"ref must be 'module:class', got {ref!r}")
+        raise ValueError(f"ref must be 'module:class' or 'file.py:class', got {ref!r}")
     if ADAPTERS.get(name, ref) != ref:
         raise ValueError(f"solver id {name!r} is already registered to {ADAPTERS[name]}")
     ADAPTERS[name] = ref
+
+
+def _register_from_env() -> None:
+    """Add the lines of :data:`ADAPTERS_ENV` (``"<id>=<ref>;..."``) to :data:`ADAPTERS`."""
+    for line in filter(None, (part.strip() for part in os.environ.get(ADAPTERS_ENV, "").split(";"))):
+        name, sep, ref = line.partition("=")
+        if not sep:
+            raise ValueError(f"{ADAPTERS_ENV}: expected '<id>=<module:Class>', got {line!r}")
+        register(name.strip(), ref.strip())
+
+
+_register_from_env()
 
 
 def get_adapter(name: str, **kwargs: Any) -> type[Adapter] | Adapter:

@@ -21,11 +21,12 @@ Selection rules
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+
+from joker.bench.record import STATUSES, default_tracking_uri
 
 #: Tags of the trial record kept as plain columns (contracts.md).
 TAG_KEYS = (
@@ -33,8 +34,6 @@ TAG_KEYS = (
     "config_hash", "seed", "repetition", "primary_metric", "git_commit",
     "git_dirty", "cpu_model", "n_cores", "gpu_name", "threads", "superseded_by",
 )
-#: Trial statuses of the contract, in display order.
-STATUSES = ("ok", "skipped", "timeout", "oom", "over_budget", "diverged", "error")
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -83,21 +82,6 @@ class Selection:
             f"{len(self.skipped)} not used"
             + (" (listed below)" if len(self.skipped) else "")
         )
-
-
-def default_tracking_uri() -> str:
-    """Tracking URI when none is given.
-
-    Returns
-    -------
-    str
-        ``$MLFLOW_TRACKING_URI`` when set, else
-        ``sqlite:///<repo>/results/mlflow.db`` (absolute path).
-    """
-    env = os.environ.get("MLFLOW_TRACKING_URI")
-    if env:
-        return env
-    return f"sqlite:///{REPO_ROOT / 'results' / 'mlflow.db'}"
 
 
 def check_store(uri: str) -> None:

@@ -58,7 +58,7 @@ class BenchCallback(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         """Open the store and the parent run before any job starts."""
         export_conf_env()
-        from .app import write_sweep_state
+        from .sweep_state import write_sweep_state
         from .provenance import git_info
         from .tracking import Store, resolve_uri
 
@@ -88,12 +88,12 @@ class BenchCallback(Callback):
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         """Close the parent run and print one line per trial."""
-        from .app import read_sweep_state
+        from .sweep_state import read_done, read_sweep_state
         from .tracking import Store
 
         sweep_dir = Path(config.hydra.sweep.dir)
         state = read_sweep_state(sweep_dir)
-        done = summ.read_done(sweep_dir)
+        done = read_done(sweep_dir)
         if state:
             try:
                 Store(state["tracking_uri"], state["experiment_id"]).end_run(state["parent_run_id"])

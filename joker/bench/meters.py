@@ -20,7 +20,7 @@ from typing import Callable, Optional, Set
 
 import psutil
 
-MIB = 2**20
+from .record import MIB
 
 
 @dataclass

@@ -27,46 +27,11 @@ from typing import Any, Callable, Dict, Optional
 
 import psutil
 
-from .meters import MIB, Limits, TreeSampler
+from baselines.threads import thread_env
 
-#: Environment variables that set the threads of every BLAS/OpenMP runtime.
-THREAD_VARS = (
-    "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-    "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS", "BLIS_NUM_THREADS",
-)
-#: Child statuses the harness records (docs/contracts.md).
-STATUSES = ("ok", "skipped", "timeout", "oom", "over_budget", "diverged", "error")
-
-
-def thread_env(threads: int, base: Optional[Dict[str, str]] = None) -> Dict[str, str]:
-    """Return the environment of a trial process.
-
-    Parameters
-    ----------
-    threads : int
-        Threads for every runtime.
-    base : dict, optional
-        Environment to start from (default ``os.environ``).
-
-    Returns
-    -------
-    dict
-        ``base`` with every variable of :data:`THREAD_VARS` set to
-        ``threads``, ``OMP_WAIT_POLICY`` removed (the OpenMP runtime's
-        default: PASSIVE made Joker's many small parallel products about 30%
-        slower on ijcnn1, and LIBSVM, single-threaded, not at all), ``MKL_DYNAMIC=FALSE``,
-        ``PYTHONUNBUFFERED=1`` and ``JOKER_BENCH_THREADS``.
-    """
-    env = dict(os.environ if base is None else base)
-    for var in THREAD_VARS:
-        env[var] = str(threads)
-    env.pop("OMP_WAIT_POLICY", None)
-    env["MKL_DYNAMIC"] = "FALSE"
-    env["PYTHONUNBUFFERED"] = "1"
-    env["JOKER_BENCH_THREADS"] = str(threads)
-    env.pop("PYTHONSTARTUP", None)
-    return env
-
+from .meters import Limits, TreeSampler
+from .paths import ROOT_ENV, repo_root
+from .record import MIB, STATUSES
 
 @dataclass
 class Outcome:
@@ -206,7 +171,7 @@ def run_trial(
         sys.executable, "-m", "joker.bench.trial", str(spec_path), str(result_path),
     ]
     env = thread_env(threads)
-    env.setdefault("JOKER_BENCH_ROOT", str(Path(__file__).resolve().parents[2]))
+    env.setdefault(ROOT_ENV, str(repo_root()))
     out = Outcome()
     t0 = time.monotonic()
     with open(workdir / "stdout.txt", "wb") as fo, open(workdir / "stderr.txt", "wb") as fe:

@@ -38,6 +38,10 @@ import sys
 import tempfile
 import time
 
+from baselines.threads import thread_env
+
+from .paths import repo_root
+
 # --------------------------------------------------------------------------
 # reference figures (anchors.md, measured on this kind of machine)
 
@@ -153,7 +157,7 @@ def load_ijcnn1():
                     sigma=IJCNN1_SIGMA, source="joker.data")
     from sklearn.datasets import load_svmlight_file
 
-    root = os.environ.get("JOKER_SHARED_DATA", os.path.join(_repo_root(), "..", "shared", "data"))
+    root = os.environ.get("JOKER_SHARED_DATA", os.path.join(str(repo_root()), "..", "shared", "data"))
     Xtr, ytr = load_svmlight_file(os.path.join(root, "libsvm", "ijcnn1.bz2"), n_features=22, dtype=np.float32)
     Xte, yte = load_svmlight_file(os.path.join(root, "libsvm", "ijcnn1.t.bz2"), n_features=22, dtype=np.float32)
     Xtr, Xte = _standardise(Xtr.toarray(), Xte.toarray(), ddof=0)
@@ -171,10 +175,6 @@ def load_hepc():
     return dict(Xtr=np.asarray(ds.X_train), ytr=np.asarray(ds.y_train, dtype=np.float64),
                 Xte=np.asarray(ds.X_test), yte=np.asarray(ds.y_test, dtype=np.float64),
                 sigma=HEPC_SIGMA, source="joker.data")
-
-
-def _repo_root():
-    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 # --------------------------------------------------------------------------
@@ -294,10 +294,7 @@ def run_problem(name, *, dtype="auto", threads=2, max_epochs=200, verbose=0):
 
 def spawn(name, *, timeout, threads, dtype, max_epochs, verbose=0):
     """Run one problem in a fresh interpreter and return its result with ``peak_rss_mib``."""
-    env = dict(os.environ)
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        env[var] = str(threads)
-    env.pop("OMP_WAIT_POLICY", None)  # runtime default, as in the harness (joker.bench.runner.thread_env)
+    env = thread_env(threads)  # the harness's trial environment (baselines.threads)
     with tempfile.TemporaryDirectory(prefix="solver_bench_") as tmp:
         res_path = os.path.join(tmp, "result.json")
         err_path = os.path.join(tmp, "stderr.txt")
@@ -309,7 +306,7 @@ def spawn(name, *, timeout, threads, dtype, max_epochs, verbose=0):
             # --verbose: the solver's lines (stdout) and warnings (stderr) pass through, live
             proc = subprocess.Popen(cmd, stdout=None if verbose else subprocess.DEVNULL,
                                     stderr=None if verbose else err, env=env,
-                                    cwd=_repo_root(),
+                                    cwd=str(repo_root()),
                                     start_new_session=True)
             status, rusage, timed_out = None, None, False
             while True:

@@ -1,50 +1,15 @@
 """What a sweep prints: one line per trial, a live indicator, a closing table.
 
-Every finished job leaves a small JSON summary in
-``<sweep dir>/.joker_bench/done/<job num>.json``; the progress counter and the
-closing table read those files, so they work with every launcher (basic,
+The progress counter and the closing table read the per-job summaries of
+:mod:`joker.bench.sweep_state`, so they work with every launcher (basic,
 joblib, submitit) without talking to MLflow.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import sys
 import time
-from pathlib import Path
 from typing import Any, Dict, List, Optional
-
-STATE_DIR = ".joker_bench"
-
-
-def state_dir(sweep_dir: Path) -> Path:
-    """Return ``<sweep dir>/.joker_bench`` (created)."""
-    p = Path(sweep_dir) / STATE_DIR
-    (p / "done").mkdir(parents=True, exist_ok=True)
-    return p
-
-
-def write_done(sweep_dir: Path, job_num: int, summary: Dict[str, Any]) -> None:
-    """Record a finished job's summary (atomic)."""
-    d = state_dir(sweep_dir) / "done"
-    tmp = d / f".{job_num}.json.tmp"
-    tmp.write_text(json.dumps(summary, default=str))
-    os.replace(tmp, d / f"{job_num}.json")
-
-
-def read_done(sweep_dir: Path) -> List[Dict[str, Any]]:
-    """Return the summaries of the finished jobs, by job number."""
-    d = Path(sweep_dir) / STATE_DIR / "done"
-    if not d.is_dir():
-        return []
-    out = []
-    for p in sorted(d.glob("*.json"), key=lambda q: int(q.stem) if q.stem.isdigit() else 0):
-        try:
-            out.append(json.loads(p.read_text()))
-        except (OSError, ValueError):
-            continue
-    return out
 
 
 def _fmt_metric(name: Optional[str], value: Any) -> str:

@@ -23,7 +23,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, TypeVar
 
-from .paths import default_tracking_uri, results_dir
+from .paths import results_dir
+from .record import default_tracking_uri
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

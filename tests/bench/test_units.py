@@ -5,7 +5,7 @@ import signal
 import numpy as np
 import pytest
 
-from joker.bench import hashing, scoring, summary
+from joker.bench import identity as hashing, scoring, summary
 from joker.bench.meters import MIB
 from joker.bench.runner import Outcome, classify, thread_env
 
@@ -100,3 +100,16 @@ def test_import_joker_does_not_import_the_harness():
     code = "import sys, joker; print(any(m.startswith('joker.bench') for m in sys.modules), 'mlflow' in sys.modules, 'hydra' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False", "False"]
+
+
+def test_record_schema_version_is_in_the_hash_and_old_runs_read_as_schema_1(monkeypatch):
+    from joker.bench import record
+
+    spec = {"sweep": "a", "seed": 1, "method": {"name": "m"}}
+    now = hashing.config_hash(spec, "v1")
+    monkeypatch.setattr(hashing, "RECORD_SCHEMA_VERSION", 1)
+    assert hashing.config_hash(spec, "v1") != now  # a run of the older schema is never "finished" for this one
+    assert record.schema_of({}) == 1 and record.schema_of({"record_schema": "2"}) == 2
+    assert record.RECORD_SCHEMA_VERSION == 2
+    assert record.RETRIED_STATUSES == {"error", "timeout", "skipped"}
+    assert set(record.STATUSES) == record.KEPT_STATUSES | record.RETRIED_STATUSES
