@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
@@ -23,7 +23,7 @@ from .paths import export_conf_env
 log = logging.getLogger(__name__)
 
 
-def count_jobs(config: DictConfig) -> Optional[int]:
+def count_jobs(config: DictConfig) -> int | None:
     """Number of jobs a basic-sweeper multirun will launch, or ``None`` if unknown.
 
     Parameters

@@ -15,6 +15,10 @@ hashed, logged and compared for resume. Resolution order of a method's settings
 
 and the dataset sizes come from ``dataset.n_train``/``n_test`` when set,
 else from ``dataset.sizes[<scale>]``.
+
+The config dataclasses keep ``typing.Optional`` / ``Dict`` annotations
+(the rest of the harness writes ``X | None`` and builtin generics):
+OmegaConf reads these annotations to type-check the structured config.
 """
 
 from __future__ import annotations

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 
-def _fmt_metric(name: Optional[str], value: Any) -> str:
+def _fmt_metric(name: str | None, value: Any) -> str:
     if not name or value is None:
         return "-"
     short = name.replace("test_", "")
@@ -22,7 +22,7 @@ def _fmt_metric(name: Optional[str], value: Any) -> str:
     return f"{short}={v:.4g}"
 
 
-def format_line(s: Dict[str, Any], done: Optional[int] = None, total: Optional[int] = None) -> str:
+def format_line(s: dict[str, Any], done: int | None = None, total: int | None = None) -> str:
     """One line: progress, method, dataset, status, metric, seconds, MiB.
 
     Parameters
@@ -52,7 +52,7 @@ def format_line(s: Dict[str, Any], done: Optional[int] = None, total: Optional[i
     return line
 
 
-def table(summaries: List[Dict[str, Any]]) -> str:
+def table(summaries: list[dict[str, Any]]) -> str:
     """The closing table of a sweep (one line per trial, then status counts)."""
     if not summaries:
         return "no trial finished"
@@ -63,7 +63,7 @@ def table(summaries: List[Dict[str, Any]]) -> str:
     lines = [header, "-" * len(header)]
     for s in sorted(summaries, key=lambda q: (q.get("dataset", ""), q.get("method", ""))):
         lines.append(format_line(s))
-    counts: Dict[str, int] = {}
+    counts: dict[str, int] = {}
     for s in summaries:
         counts[s.get("status", "?")] = counts.get(s.get("status", "?"), 0) + 1
     lines.append(
@@ -79,7 +79,7 @@ class Ticker:
     (CI logs get the one-line summaries only).
     """
 
-    def __init__(self, label: str, timeout_s: float, enabled: Optional[bool] = None) -> None:
+    def __init__(self, label: str, timeout_s: float, enabled: bool | None = None) -> None:
         self.bar = None
         if enabled is None:
             enabled = sys.stderr.isatty()
