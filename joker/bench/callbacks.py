@@ -19,6 +19,7 @@ from omegaconf import DictConfig
 
 from . import summary as summ
 from .paths import export_conf_env
+from .record import RECORD_SCHEMA_VERSION
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +51,13 @@ def count_jobs(config: DictConfig) -> int | None:
         return n
     except Exception:
         return None
+
+
+def older_schema_note(n_runs: int) -> str:
+    """The line a sweep prints when its store holds ``n_runs`` trial runs of an older record schema."""
+    return (f"note: {n_runs} finished trial run(s) in this experiment use an older record schema "
+            f"(< {RECORD_SCHEMA_VERSION}, written before the typed trial spec); they are kept for reports "
+            "but not reused, so their trials run again")
 
 
 class BenchCallback(Callback):
@@ -85,6 +93,9 @@ class BenchCallback(Callback):
             f" (parent run {parent})\n  outputs: {sweep_dir}",
             flush=True,
         )
+        older = store.older_schema_runs()
+        if older:
+            print(older_schema_note(older), flush=True)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         """Close the parent run and print one line per trial."""

@@ -30,25 +30,20 @@ from typing import Any, Dict, Optional
 
 from omegaconf import MISSING
 
+from baselines.base import TASKS
 from baselines.device import Device
 
 from .seeds import data_seed, derive_seed
-from .spec import ConfigError, TrialBudget, TrialDataset, TrialMethod, TrialSpec, parse_sigma
+from .spec import DTYPES, ConfigError, TrialBudget, TrialDataset, TrialMethod, TrialSpec, parse_sigma
 
 
-class Task(str, Enum):
-    """Learning task of a dataset (the values of ``ds.task``)."""
-
-    regression = "regression"
-    binary = "binary"
-    multiclass = "multiclass"
+#: Learning task of a dataset (the values of ``ds.task``), built from the one
+#: vocabulary :data:`baselines.base.TASKS` (an Enum, which OmegaConf checks at compose time).
+Task = Enum("Task", {t: t for t in TASKS}, type=str, module=__name__)
 
 
-class DType(str, Enum):
-    """Floating-point precision a method computes in."""
-
-    float32 = "float32"
-    float64 = "float64"
+#: Floating-point precision a method computes in (:data:`joker.bench.spec.DTYPES`).
+DType = Enum("DType", {d: d for d in DTYPES}, type=str, module=__name__)
 
 
 @dataclass
@@ -127,7 +122,7 @@ class MethodConfig:
     loss: Optional[str] = None
     losses: Dict[str, str] = field(default_factory=dict)
     kernel: str = "gaussian"
-    dtype: DType = DType.float64
+    dtype: DType = DType["float64"]
     options: Dict[str, Any] = field(default_factory=dict)
     adapter: Optional[str] = None
     warmup: bool = True

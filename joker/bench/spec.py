@@ -24,13 +24,13 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from baselines.base import TASKS, mib_to_bytes, positive_float
+from baselines.base import DTYPE_BYTES, TASKS, mib_to_bytes, positive_float
 from baselines.device import Device
 
 __all__ = ["ConfigError", "TrialBudget", "TrialDataset", "TrialMethod", "TrialSpec", "parse_sigma"]
 
-#: Floating-point precisions a method may compute in.
-DTYPES = ("float32", "float64")
+#: Floating-point precisions a method may compute in (those the adapters know the size of).
+DTYPES = tuple(DTYPE_BYTES)
 
 
 class ConfigError(ValueError):
@@ -142,7 +142,7 @@ class TrialMethod:
     warmup: bool = True
 
     def __post_init__(self) -> None:
-        _check(self.dtype in DTYPES, f"dtype must be float32 or float64, got {self.dtype!r}")
+        _check(self.dtype in DTYPES, f"dtype must be one of {DTYPES}, got {self.dtype!r}")
 
 
 @dataclass(frozen=True)

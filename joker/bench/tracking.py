@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, TypeVar
 
 from .paths import results_dir
-from .record import default_tracking_uri
+from .record import RECORD_SCHEMA_VERSION, default_tracking_uri, schema_of
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -184,6 +184,21 @@ class Store:
         """Return the newest finished run of this trial hash, or ``None``."""
         runs = self.runs_with_hash(config_hash)
         return runs[0] if runs else None
+
+    def older_schema_runs(self) -> int:
+        """Number of finished trial runs in the experiment written with an older record schema.
+
+        Their config hashes cannot match this code's (the hash includes
+        :data:`joker.bench.record.RECORD_SCHEMA_VERSION`), so a resumed sweep
+        runs those trials again; the callback says so once per sweep.
+        """
+        runs = retry(
+            lambda: self.client.search_runs(
+                [self.experiment_id], filter_string="attributes.status = 'FINISHED'", max_results=50000,
+            ),
+            "search runs",
+        )
+        return sum(1 for r in runs if "method" in r.data.tags and schema_of(r.data.tags) < RECORD_SCHEMA_VERSION)
 
     # ------------------------------------------------------------ trial runs
     def log_trial(

@@ -113,3 +113,20 @@ def test_record_schema_version_is_in_the_hash_and_old_runs_read_as_schema_1(monk
     assert record.RECORD_SCHEMA_VERSION == 2
     assert record.RETRIED_STATUSES == {"error", "timeout", "skipped"}
     assert set(record.STATUSES) == record.KEPT_STATUSES | record.RETRIED_STATUSES
+
+
+def test_store_counts_runs_of_an_older_record_schema(tmp_path):
+    from mlflow.tracking import MlflowClient
+
+    from joker.bench.callbacks import older_schema_note
+    from joker.bench.tracking import Store
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    store = Store.open(uri, "old")
+    client = MlflowClient(tracking_uri=uri)
+    for tags in ({"method": "libsvm"}, {"method": "libsvm", "record_schema": "1"},
+                 {"method": "libsvm", "record_schema": "2"}, {"joker_bench.kind": "multirun"}):
+        run = client.create_run(store.experiment_id, tags=tags)
+        client.set_terminated(run.info.run_id, "FINISHED")
+    assert store.older_schema_runs() == 2  # the untagged (schema 1) and the schema-1 trial runs
+    assert older_schema_note(2).startswith("note: 2 finished trial run(s) in this experiment use an older")
