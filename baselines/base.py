@@ -289,8 +289,11 @@ class Adapter(abc.ABC):
             raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
         if dtype not in DTYPE_BYTES:
             raise ValueError(f"dtype must be one of {tuple(DTYPE_BYTES)}, got {dtype!r}")
-        parsed = Device.parse(device)
-        if parsed.kind not in self.devices:
+        try:
+            parsed = Device.parse(device)
+        except ValueError:
+            parsed = None
+        if parsed is None or parsed.kind not in self.devices:
             raise ValueError(f"{self.name} runs on {self.devices}, got device={device!r}")
         if isinstance(n_threads, bool) or not isinstance(n_threads, numbers.Integral) or n_threads < 1:
             raise ValueError(f"n_threads must be a positive integer, got {n_threads!r}")

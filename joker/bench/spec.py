@@ -212,7 +212,8 @@ class TrialSpec:
     timeout_s : float
         Wall-clock limit in seconds (> 0).
     lam : float
-        The paper's lambda on the sum of losses (> 0, the adapters' rule).
+        The paper's lambda on the sum of losses (> 0, the adapters' rule;
+        stored as float).
     sigma : float or "median"
     dataset : TrialDataset
     method : TrialMethod
@@ -244,10 +245,13 @@ class TrialSpec:
         _check(isinstance(self.timeout_s, (int, float)) and math.isfinite(self.timeout_s) and self.timeout_s > 0,
                f"timeout_s must be positive, got {self.timeout_s}")
         try:
-            positive_float("lam", self.lam)
+            lam = positive_float("lam", self.lam)
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
-        parse_sigma(self.sigma)
+        # frozen: normalise through object.__setattr__ (YAML may give lam: 1 or timeout_s: 600)
+        object.__setattr__(self, "lam", lam)
+        object.__setattr__(self, "timeout_s", float(self.timeout_s))
+        object.__setattr__(self, "sigma", parse_sigma(self.sigma))
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready form (device as its string); the inverse of :meth:`from_dict`."""

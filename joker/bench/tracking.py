@@ -201,6 +201,15 @@ class Store:
         return sum(1 for r in runs if "method" in r.data.tags and schema_of(r.data.tags) < RECORD_SCHEMA_VERSION)
 
     # ------------------------------------------------------------ trial runs
+    def _end_stale_runs(self, config_hash: str) -> None:
+        """Mark runs of this hash left RUNNING by a killed sweep as KILLED (never trusted)."""
+        for stale in self.runs_with_hash(config_hash, finished_only=False):
+            if stale.info.status == "RUNNING":
+                try:
+                    self.end_run(stale.info.run_id, "KILLED")
+                except Exception:  # another job may have ended it first
+                    pass
+
     def log_trial(
         self,
         *,
@@ -242,13 +251,8 @@ class Store:
         from mlflow.entities import Metric, Param
 
         chash = str(tags.get("config_hash", ""))
-        if chash:  # runs left RUNNING by a killed sweep: never trusted, mark them
-            for stale in self.runs_with_hash(chash, finished_only=False):
-                if stale.info.status == "RUNNING":
-                    try:
-                        self.end_run(stale.info.run_id, "KILLED")
-                    except Exception:
-                        pass
+        if chash:
+            self._end_stale_runs(chash)
         older = self.runs_with_hash(chash) if (supersede and chash) else []
 
         run_tags = {k: _text(v, 7900) for k, v in tags.items()}
@@ -261,17 +265,7 @@ class Store:
             "create run",
         )
         rid = run.info.run_id
-        mlist = [
-            Metric(k, float(v), end_ms, 0)
-            for k, v in metrics.items()
-            if v is not None and math.isfinite(float(v))
-        ]
-        for key, points in curves.items():
-            mlist.extend(
-                Metric(key, float(v), int(ts), int(step))
-                for step, v, ts in points
-                if v is not None and math.isfinite(float(v))
-            )
+        mlist = [Metric(key, value, ts, step) for key, value, ts, step in _metric_points(metrics, curves, end_ms)]
         plist = [Param(k, _text(v, 5900)) for k, v in sorted(params.items())]
         for chunk in _chunks(plist, 100):
             retry(lambda: self.client.log_batch(rid, params=chunk, synchronous=True), "log params")
@@ -286,6 +280,16 @@ class Store:
             except Exception:
                 log.warning("could not tag %s as superseded", old.info.run_id)
         return rid
+
+
+def _metric_points(metrics: dict[str, float], curves: dict[str, list[tuple]],
+                   end_ms: int) -> list[tuple[str, float, int, int]]:
+    """Finite metric values as ``(key, value, timestamp_ms, step)``: the final metrics at step 0, then the curves."""
+    points = [(k, float(v), end_ms, 0) for k, v in metrics.items() if v is not None and math.isfinite(float(v))]
+    for key, curve in curves.items():
+        points.extend((key, float(v), int(ts), int(step)) for step, v, ts in curve
+                      if v is not None and math.isfinite(float(v)))
+    return points
 
 
 def write_history_csv(history: list[dict[str, Any]], path: Path) -> bool:
