@@ -1,23 +1,16 @@
-"""Thin adapters over the upstream kernel-machine libraries, one per solver id.
+"""Every solver of the benchmark behind one adapter contract, with one registry.
 
-``BASELINES`` maps each upstream solver id to its adapter class
-(``docs/contracts.md``); the Joker ids live in ``joker.bench.methods``.
-Importing this package imports numpy only: each adapter imports its library
-when it is used, so a missing library costs nothing until then and is
-reported by the adapter's ``available()``.
+The contract is :class:`baselines.base.Adapter` (an abstract base class,
+``docs/contracts.md``); each solver id, Joker's two included
+(:mod:`baselines.joker_solver`), is one subclass, registered in
+:mod:`baselines.registry`. The package keeps the name ``baselines`` that the
+README, the configs and users already know, although Joker follows the
+same contract. Importing it imports numpy only: each adapter imports its
+library when it is used, so a missing library costs nothing until then and
+is reported by the adapter's ``available()``.
 """
 
 from .base import Adapter, AdapterError, Budget, DivergedError
-from .eigenpro3 import EigenPro3Adapter
-from .falkon import FalkonAdapter
-from .libsvm import LibSVMAdapter
-from .logfalkon import LogFalkonAdapter
-from .thundersvm import ThunderSVMAdapter
+from .registry import METHODS, get_adapter, register
 
-#: Upstream solver id -> adapter class.
-BASELINES: dict[str, type[Adapter]] = {
-    cls.name: cls
-    for cls in (FalkonAdapter, LogFalkonAdapter, EigenPro3Adapter, ThunderSVMAdapter, LibSVMAdapter)
-}
-
-__all__ = ["Adapter", "AdapterError", "BASELINES", "Budget", "DivergedError"]
+__all__ = ["Adapter", "AdapterError", "Budget", "DivergedError", "METHODS", "get_adapter", "register"]

@@ -16,13 +16,14 @@ Conventions (the one source of each conversion is named where it is used):
   ``decision_function(X) > 0`` means ``classes_[1]`` for every adapter.
 
 The module imports numpy only; upstream libraries are imported inside the
-adapters' methods, so ``import baselines`` stays cheap. Thread limits and
-output capture live in :mod:`baselines.runtime`, the post-fit checks in
-:mod:`baselines.checks` (both re-exported here).
+adapters' methods, so ``import baselines`` stays cheap. Thread limits live
+in :mod:`baselines.threads`, output capture in :mod:`baselines.runtime`, the
+post-fit checks in :mod:`baselines.checks` (all re-exported here).
 """
 
 from __future__ import annotations
 
+import abc
 import importlib
 import importlib.metadata
 import importlib.util
@@ -34,7 +35,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .checks import relative_plateau, trivial_predictor_check
-from .runtime import blas_threads, capture_output, torch_threads
+from .device import Device
+from .runtime import capture_output
+from .threads import blas_threads, torch_threads
 
 __all__ = [
     "Adapter",
@@ -42,10 +45,10 @@ __all__ = [
     "Budget",
     "DivergedError",
     "DTYPE_BYTES",
-    "KERNELS",
-    "LOSSES",
     "MIB",
     "TASKS",
+    "mib_to_bytes",
+    "positive_float",
     "blas_threads",
     "capture_output",
     "relative_plateau",
@@ -53,13 +56,30 @@ __all__ = [
     "trivial_predictor_check",
 ]
 
+#: Learning tasks of the benchmark (``docs/contracts.md``, "Tasks and losses").
 TASKS = ("regression", "binary", "multiclass")
-LOSSES = ("squared", "huber", "epsilon_insensitive", "hinge", "squared_hinge", "logistic", "odm")
-KERNELS = ("gaussian", "laplacian")
 #: Bytes per element of the floating dtypes an adapter may be asked for.
 DTYPE_BYTES = {"float32": 4, "float64": 8}
 #: One mebibyte in bytes (ThunderSVM's ``max_mem_size`` and LIBSVM's ``cache_size`` are in MiB).
 MIB = 1 << 20
+
+
+def mib_to_bytes(mib: float | None) -> int | None:
+    """Convert a size in MiB (``1 MiB = 2**20`` bytes) to whole bytes; ``None`` stays ``None``.
+
+    The one MiB -> bytes conversion of the project (configs are in MiB,
+    everything after them in bytes).
+
+    Raises
+    ------
+    ValueError
+        If ``mib`` is not a real number (bool included).
+    """
+    if mib is None:
+        return None
+    if isinstance(mib, bool) or not isinstance(mib, numbers.Real):
+        raise ValueError(f"a size in MiB must be a number, got {mib!r}")
+    return int(mib * MIB)
 
 #: Training rows used by the post-fit checks (finite decision values, divergence).
 CHECK_ROWS = 10_000
@@ -118,7 +138,7 @@ class Budget:
     @classmethod
     def from_mib(cls, name: str, host_mib: float, gpu_mib: float = 0) -> "Budget":
         """Build a budget from sizes in MiB (``1 MiB = 2**20`` bytes)."""
-        return cls(name, int(host_mib * MIB), int(gpu_mib * MIB))
+        return cls(name, mib_to_bytes(host_mib), mib_to_bytes(gpu_mib))
 
     @classmethod
     def default(cls) -> "Budget":
@@ -126,11 +146,12 @@ class Budget:
         return cls("default", 1024 * MIB, 1024 * MIB)
 
 
-class Adapter:
+class Adapter(abc.ABC):
     """Base class of every solver adapter (the contract of ``docs/contracts.md``).
 
-    Subclasses set the class attributes and implement ``_plan``, ``_fit``,
-    ``_decision``, ``_describe`` and ``_convergence``; this class does the
+    Subclasses set the class attributes and implement the abstract hooks
+    ``_plan``, ``_fit``, ``_decision``, ``_describe`` and ``_convergence``
+    (a subclass missing one cannot be instantiated); this class does the
     validation, the label encoding, the error translation and the post-fit
     checks, so that every adapter behaves the same at its edges.
 
@@ -138,7 +159,7 @@ class Adapter:
     ----------
     task : {"regression", "binary", "multiclass"}
     loss : str
-        One of :data:`LOSSES` that the adapter supports for ``task``.
+        A loss the adapter supports for ``task`` (its ``losses[task]``).
     kernel : {"gaussian", "laplacian"}, default "gaussian"
     sigma : float
         Kernel bandwidth (> 0), same units as the features.
@@ -262,13 +283,17 @@ class Adapter:
             raise ValueError(f"{self.name} supports losses {self.losses[task]} for task {task!r}, got {loss!r}")
         if kernel not in self.kernels:
             raise ValueError(f"{self.name} supports kernels {self.kernels}, got {kernel!r}")
-        self.sigma = _positive_float("sigma", sigma)
-        self.lam = _positive_float("lam", lam)
+        self.sigma = positive_float("sigma", sigma)
+        self.lam = positive_float("lam", lam)
         if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
             raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
         if dtype not in DTYPE_BYTES:
             raise ValueError(f"dtype must be one of {tuple(DTYPE_BYTES)}, got {dtype!r}")
-        if not isinstance(device, str) or device.split(":")[0] not in self.devices:
+        try:
+            parsed = Device.parse(device)
+        except ValueError:
+            parsed = None
+        if parsed is None or parsed.kind not in self.devices:
             raise ValueError(f"{self.name} runs on {self.devices}, got device={device!r}")
         if isinstance(n_threads, bool) or not isinstance(n_threads, numbers.Integral) or n_threads < 1:
             raise ValueError(f"n_threads must be a positive integer, got {n_threads!r}")
@@ -277,7 +302,8 @@ class Adapter:
             allowed = ", ".join(sorted(self.option_defaults)) or "none"
             raise ValueError(f"{self.name}: unknown option(s) {unknown}; allowed: {allowed}")
         self.task, self.loss, self.kernel = task, loss, kernel
-        self.seed, self.dtype, self.device, self.n_threads = int(seed), dtype, device, int(n_threads)
+        self.seed, self.dtype, self.n_threads = int(seed), dtype, int(n_threads)
+        self.device, self._device = str(parsed), parsed
         self.options = {**self.option_defaults, **options}
         self.plan_: dict[str, Any] | None = None
         self.classes_: np.ndarray | None = None
@@ -295,7 +321,8 @@ class Adapter:
 
     @property
     def on_gpu(self) -> bool:
-        return self.device.startswith("cuda")
+        """Whether the adapter runs on a CUDA device."""
+        return self._device.is_cuda
 
     # ------------------------------------------------------------------ the contract
 
@@ -494,28 +521,27 @@ class Adapter:
 
     # ------------------------------------------------------------------ hooks
 
-    def _plan(self, budget: Budget, n: int, d: int) -> dict[str, Any]:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _plan(self, budget: Budget, n: int, d: int) -> dict[str, Any]:
+        """Knobs for ``budget`` on ``n`` x ``d`` data, with ``est_bytes`` (see :meth:`plan`)."""
 
-    def _fit(self, X: np.ndarray, target: np.ndarray) -> None:  # pragma: no cover - abstract
+    @abc.abstractmethod
+    def _fit(self, X: np.ndarray, target: np.ndarray) -> None:
         """Fit on float X (self.dtype) and encoded targets (see :meth:`_encode_y`)."""
-        raise NotImplementedError
 
-    def _decision(self, X: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _decision(self, X: np.ndarray) -> np.ndarray:
+        """Raw scores of the fitted model, shaped as :meth:`decision_function` returns them."""
 
-    def _describe(self) -> dict[str, Any]:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _describe(self) -> dict[str, Any]:
+        """Adapter-specific part of :meth:`describe` (at least ``conversions``)."""
 
-    def _convergence(self) -> dict[str, Any]:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _convergence(self) -> dict[str, Any]:
+        """Adapter-specific part of :meth:`convergence` (``converged``, ``reason``, ...)."""
 
     # ------------------------------------------------------------------ helpers
-
-    @property
-    def n_outputs(self) -> int:
-        """Columns of the decision function: 1, or the number of classes for multiclass."""
-        return len(self.classes_) if self.task == "multiclass" and self.classes_ is not None else 1
 
     def _check_X(self, X: Any, *, fitting: bool) -> np.ndarray:
         arr = np.asarray(X)
@@ -601,7 +627,16 @@ class Adapter:
         raise DivergedError(f"{self.name} ({self.dtype}): {reason}")
 
 
-def _positive_float(label: str, value: Any) -> float:
+def positive_float(label: str, value: Any) -> float:
+    """Check that ``value`` is a finite real number > 0 (bool refused); return it as float.
+
+    The one rule for ``sigma`` and ``lam`` (adapters and trial specs).
+
+    Raises
+    ------
+    ValueError
+        ``"<label> must be ..."`` otherwise.
+    """
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ValueError(f"{label} must be a positive number, got {value!r}")
     value = float(value)

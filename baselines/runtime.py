@@ -1,7 +1,6 @@
-"""Process-level helpers the adapters share: thread limits and capture of upstream output.
+"""Capture of what upstream libraries print (Python and C level), for the adapters.
 
-Imports numpy-free standard library only at module level; threadpoolctl and
-torch are imported when a context manager is entered.
+Standard library only. Thread limits live in :mod:`baselines.threads`.
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ import sys
 import tempfile
 from typing import Iterator
 
-__all__ = ["blas_threads", "capture_output", "libc_flush", "torch_threads"]
+__all__ = ["capture_output", "libc_flush"]
 
 
 @contextlib.contextmanager
@@ -65,30 +64,3 @@ def libc_flush() -> None:
         ctypes.CDLL(None).fflush(None)
     except Exception:  # pragma: no cover - platform without a C library handle
         pass
-
-
-@contextlib.contextmanager
-def blas_threads(n_threads: int) -> Iterator[None]:
-    """Limit the BLAS and OpenMP thread pools (threadpoolctl) to ``n_threads`` for a block.
-
-    Every adapter fits and predicts under this limit, so ``n_threads`` means
-    the same for every method; an unlimited pool on a loaded 2-core machine
-    made SciPy's ``eigh`` (EigenPro3's preconditioner) 30x slower.
-    """
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=int(n_threads)):
-        yield
-
-
-@contextlib.contextmanager
-def torch_threads(n_threads: int) -> Iterator[None]:
-    """Run a block with ``torch.set_num_threads(n_threads)``, restoring the previous value."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(int(n_threads))
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)

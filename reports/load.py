@@ -21,11 +21,12 @@ Selection rules
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+
+from joker.bench.record import default_tracking_uri  # noqa: F401  (re-exported)
 
 from .vocab import STATUSES, TAG_KEYS  # noqa: F401  (re-exported)
 
@@ -77,21 +78,6 @@ class Selection:
             f"{len(self.skipped)} not used"
             + (" (listed below)" if len(self.skipped) else "")
         )
-
-
-def default_tracking_uri() -> str:
-    """Tracking URI when none is given.
-
-    Returns
-    -------
-    str
-        ``$MLFLOW_TRACKING_URI`` when set, else
-        ``sqlite:///<repo>/results/mlflow.db`` (absolute path).
-    """
-    env = os.environ.get("MLFLOW_TRACKING_URI")
-    if env:
-        return env
-    return f"sqlite:///{REPO_ROOT / 'results' / 'mlflow.db'}"
 
 
 def check_store(uri: str) -> None:

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import re
 
-#: Trial statuses of the contract, in display order.
-STATUSES = ("ok", "skipped", "timeout", "oom", "over_budget", "diverged", "error")
+from joker.bench.record import STATUSES  # noqa: F401  (trial statuses of the contract, in display order)
 
 #: Tags of the trial record kept as plain columns.
 TAG_KEYS = (

@@ -10,8 +10,10 @@ Modules
 -------
 paths      repository root, config folders, default MLflow store
 schema     structured-config dataclasses (Hydra ConfigStore) and trial resolution
+spec       the frozen, typed TrialSpec (JSON at the process boundary)
+record     the record contract: statuses, metric units, schema version, tracking URI
 seeds      per-trial seed derivation
-hashing    code version and trial config hash (resume key)
+identity   code version and trial config hash (resume key)
 provenance git commit, library versions, hardware tags
 reaper     tiny stdlib-only process that runs the trial and reports its wait4 rusage
 runner     spawns a trial, enforces the wall-clock limit, classifies its status

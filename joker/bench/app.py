@@ -16,49 +16,30 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any
 
 from . import summary as summ
-from .hashing import code_version, config_hash
-from .meters import MIB, Limits
+from .sweep_state import read_done, read_sweep_state, write_done
+from .identity import code_version, config_hash
+from .meters import Limits
 from .provenance import git_info, hardware_tags, versions
+from .record import MIB, RECORD_SCHEMA_VERSION, RETRIED_STATUSES, SCHEMA_TAG
 from .runner import Outcome, classify, run_trial
 from .schema import flatten, resolve_trial
+from .spec import TrialSpec
 from .tracking import Store, history_curves, resolve_uri, write_history_csv
 
 log = logging.getLogger(__name__)
-SWEEP_STATE = "sweep.json"
-
-#: Statuses of a recorded trial that a re-run of the sweep tries again
-#: (possibly transient); ok, diverged, over_budget and oom are kept.
-RETRIED_STATUSES = frozenset({"error", "timeout", "skipped"})
 
 
 # ------------------------------------------------------------ sweep context
 
 
-def read_sweep_state(sweep_dir: Path) -> Optional[Dict[str, Any]]:
-    """Return what the callback wrote at multirun start, or ``None``."""
-    try:
-        return json.loads((Path(sweep_dir) / summ.STATE_DIR / SWEEP_STATE).read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def write_sweep_state(sweep_dir: Path, state: Dict[str, Any]) -> None:
-    """Write the sweep state (tracking URI, experiment, parent run, job count)."""
-    d = summ.state_dir(sweep_dir)
-    tmp = d / (SWEEP_STATE + ".tmp")
-    tmp.write_text(json.dumps(state, indent=1))
-    os.replace(tmp, d / SWEEP_STATE)
-
-
-def _hydra_context() -> Dict[str, Any]:
+def _hydra_context() -> dict[str, Any]:
     """Output folder, sweep folder and job number of the running Hydra job."""
     try:
         from hydra.core.hydra_config import HydraConfig
@@ -81,46 +62,21 @@ def _hydra_context() -> Dict[str, Any]:
 
 
 # ------------------------------------------------------------------ records
-def _summary_from_run(run: Any, spec: Dict[str, Any]) -> Dict[str, Any]:
-    metric = spec["dataset"]["primary_metric"]
-    m, t = run.data.metrics, run.data.tags
+def _summary(spec: TrialSpec, chash: str, status: str, reason: str, metrics: dict[str, Any],
+             run_id: str, cached: bool) -> dict[str, Any]:
+    """The one-line summary of a trial (printed, and kept for the closing table)."""
+    metric = spec.dataset.primary_metric
     return {
-        "method": spec["method"]["name"], "dataset": spec["dataset"]["name"],
-        "budget": spec["budget"]["name"], "repetition": spec["repetition"],
-        "status": t.get("status", "?"), "reason": t.get("reason", ""),
-        "metric": metric, "value": m.get(metric), "fit_seconds": m.get("fit_seconds"),
-        "peak_rss_mib": m.get("peak_rss_mib"), "run_id": run.info.run_id,
-        "config_hash": t.get("config_hash"), "cached": True,
+        "method": spec.method.name, "dataset": spec.dataset.name, "budget": spec.budget.name,
+        "repetition": spec.repetition, "status": status, "reason": reason, "metric": metric,
+        "value": metrics.get(metric), "fit_seconds": metrics.get("fit_seconds"),
+        "peak_rss_mib": metrics.get("peak_rss_mib"), "run_id": run_id, "config_hash": chash, "cached": cached,
     }
 
 
-def build_record(
-    spec: Dict[str, Any], chash: str, out: Outcome, verdict: Dict[str, str]
-) -> Dict[str, Any]:
-    """Assemble params, metrics, tags and curves of one trial's MLflow run.
-
-    Parameters
-    ----------
-    spec : dict
-        Resolved trial spec.
-    chash : str
-        Its config hash.
-    out : Outcome
-        What the runner saw.
-    verdict : dict
-        ``{"status", "reason"}`` from :func:`joker.bench.runner.classify`.
-
-    Returns
-    -------
-    dict
-        ``params``, ``metrics``, ``tags``, ``history``, ``result``.
-    """
-    res = out.result or {}
-    params = flatten({k: v for k, v in spec.items() if k not in ("sweep",)})
-    params.update({f"plan.{k}": v for k, v in flatten(res.get("plan") or {}).items()})
-    if res.get("sigma_value") is not None:
-        params["sigma_value"] = res["sigma_value"]
-    metrics: Dict[str, float] = {}
+def _measured_metrics(res: dict[str, Any], out: Outcome) -> dict[str, float]:
+    """The child's metrics plus what the parent measured (peaks in MiB, seconds)."""
+    metrics: dict[str, float] = {}
     for k, v in (res.get("metrics") or {}).items():
         try:
             metrics[k] = float(v)
@@ -138,19 +94,24 @@ def build_record(
         if res.get(key) is not None:
             metrics[key] = float(res[key])
     metrics["wall_seconds"] = out.wall_s
+    return metrics
+
+
+def _record_tags(spec: TrialSpec, chash: str, res: dict[str, Any], verdict: dict[str, str]) -> dict[str, Any]:
+    """Tags of a trial run (docs/contracts.md): identity, status, provenance, convergence, describe()."""
     status, reason = verdict["status"], verdict["reason"]
-    conv = res.get("convergence") or {}
-    tags: Dict[str, Any] = {
-        "method": spec["method"]["name"], "dataset": spec["dataset"]["name"],
-        "budget": spec["budget"]["name"], "task": spec["dataset"]["task"],
+    tags: dict[str, Any] = {
+        "method": spec.method.name, "dataset": spec.dataset.name,
+        "budget": spec.budget.name, "task": spec.dataset.task,
         "status": status, "reason": reason, "config_hash": chash,
-        "seed": spec["seed"], "repetition": spec["repetition"], "threads": spec["threads"],
-        "primary_metric": spec["dataset"]["primary_metric"], "sweep": spec["sweep"],
-        "scale": spec["scale"], "device": spec["device"], "code_version": code_version(),
-        **git_info(), **hardware_tags(), **versions(),
+        "seed": spec.seed, "repetition": spec.repetition, "threads": spec.threads,
+        "primary_metric": spec.dataset.primary_metric, "sweep": spec.sweep,
+        "scale": spec.scale, "device": str(spec.device), "code_version": code_version(),
+        SCHEMA_TAG: RECORD_SCHEMA_VERSION, **git_info(), **hardware_tags(), **versions(),
     }
     if status == "skipped":
         tags["skip_reason"] = reason
+    conv = res.get("convergence") or {}
     for key in ("signal", "reason", "diverged", "converged"):
         if conv.get(key) is not None:
             tags[f"convergence.{key}"] = conv[key]
@@ -158,14 +119,42 @@ def build_record(
         tags[f"describe.{k}"] = v
     if res.get("warmup_error"):
         tags["warmup_error"] = res["warmup_error"]
+    return tags
+
+
+def build_record(spec: TrialSpec, chash: str, out: Outcome, verdict: dict[str, str]) -> dict[str, Any]:
+    """Assemble params, metrics, tags and curves of one trial's MLflow run.
+
+    Parameters
+    ----------
+    spec : TrialSpec
+        Resolved trial spec.
+    chash : str
+        Its config hash.
+    out : Outcome
+        What the runner saw.
+    verdict : dict
+        ``{"status", "reason"}`` from :func:`joker.bench.runner.classify`.
+
+    Returns
+    -------
+    dict
+        ``params`` (the flattened spec without ``sweep``, ``plan.*``,
+        ``sigma_value``), ``metrics``, ``tags``, ``history``, ``result``.
+    """
+    res = out.result or {}
+    params = flatten({k: v for k, v in spec.to_dict().items() if k != "sweep"})
+    params.update({f"plan.{k}": v for k, v in flatten(res.get("plan") or {}).items()})
+    if res.get("sigma_value") is not None:
+        params["sigma_value"] = res["sigma_value"]
     return {
-        "params": params, "metrics": metrics, "tags": tags,
-        "history": conv.get("history") or [], "result": res,
+        "params": params, "metrics": _measured_metrics(res, out), "tags": _record_tags(spec, chash, res, verdict),
+        "history": (res.get("convergence") or {}).get("history") or [], "result": res,
     }
 
 
 def _stage_artifacts(
-    workdir: Path, spec: Dict[str, Any], record: Dict[str, Any], out: Outcome, verdict: Dict[str, str]
+    workdir: Path, spec: TrialSpec, record: dict[str, Any], out: Outcome, verdict: dict[str, str]
 ) -> Path:
     """Write config.yaml, history.csv, stderr_tail.txt, result.json into ``workdir/artifacts``."""
     from omegaconf import OmegaConf
@@ -174,12 +163,12 @@ def _stage_artifacts(
     if art.exists():
         shutil.rmtree(art)
     art.mkdir(parents=True)
-    (art / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(spec)))
+    (art / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(spec.to_dict())))
     write_history_csv(record["history"], art / "history.csv")
     (art / "stderr_tail.txt").write_text(out.stderr_tail + ("\n" if out.stderr_tail else ""))
     full = {
         "status": verdict["status"], "reason": verdict["reason"],
-        "config_hash": record["tags"]["config_hash"], "spec": spec, "child": out.result,
+        "config_hash": record["tags"]["config_hash"], "spec": spec.to_dict(), "child": out.result,
         "parent": {
             "exit_code": out.exit_code, "signal": out.signal, "wall_s": out.wall_s,
             "peak_rss_bytes": out.peak_rss_bytes, "sampled_rss_bytes": out.sampled_rss_bytes,
@@ -192,7 +181,33 @@ def _stage_artifacts(
 
 
 # --------------------------------------------------------------------- job
-def run_job(cfg: Any, progress: Optional[bool] = None) -> Dict[str, Any]:
+def _open_store(cfg: Any, ctx: dict[str, Any]) -> tuple[Store, dict[str, Any] | None]:
+    """The sweep's store (from the callback's state in a multirun), and that state."""
+    state = read_sweep_state(ctx["sweep_dir"]) if ctx["multirun"] else None
+    if state:
+        return Store(state["tracking_uri"], state["experiment_id"]), state
+    return Store.open(resolve_uri(cfg.mlflow.tracking_uri), cfg.mlflow.experiment or cfg.sweep), None
+
+
+def _execute(spec: TrialSpec, workdir: Path, label: str, progress: bool | None) -> Outcome:
+    """Write ``spec.json`` and run the trial in its own process (or skip it: no loss for the task)."""
+    spec_path = workdir / "spec.json"
+    spec_path.write_text(spec.to_json())
+    if not spec.method.loss:  # nothing to run: the method has no loss for this task
+        return Outcome(result={
+            "status": "skipped", "metrics": {},
+            "reason": f"{spec.method.name} has no loss for task {spec.dataset.task}",
+        })
+    ticker = summ.Ticker(label, spec.timeout_s, enabled=progress)
+    try:
+        return run_trial(spec_path, workdir, spec.timeout_s, spec.threads,
+                         limits=Limits(host_kill_bytes=spec.budget.host_kill_bytes),
+                         gpu=spec.device.is_cuda, on_tick=ticker)
+    finally:
+        ticker.close()
+
+
+def run_job(cfg: Any, progress: bool | None = None) -> dict[str, Any]:
     """Run (or find) one trial and record it.
 
     Parameters
@@ -211,15 +226,9 @@ def run_job(cfg: Any, progress: Optional[bool] = None) -> Dict[str, Any]:
     spec = resolve_trial(cfg)
     chash = config_hash(spec)
     ctx = _hydra_context()
-    state = read_sweep_state(ctx["sweep_dir"]) if ctx["multirun"] else None
-    if state:
-        store = Store(state["tracking_uri"], state["experiment_id"])
-    else:
-        uri = resolve_uri(cfg.mlflow.tracking_uri)
-        store = Store.open(uri, cfg.mlflow.experiment or cfg.sweep)
-    parent = state.get("parent_run_id") if state else None
+    store, state = _open_store(cfg, ctx)
     total = state.get("n_jobs") if state else None
-    label = f"{spec['method']['name']} on {spec['dataset']['name']}"
+    label = f"{spec.method.name} on {spec.dataset.name}"
     if ctx["multirun"]:
         label = f"#{ctx['job_num'] + 1}/{total or '?'} {label}"
 
@@ -227,7 +236,9 @@ def run_job(cfg: Any, progress: Optional[bool] = None) -> Dict[str, Any]:
     if not cfg.rerun:
         found = store.find_finished(chash)
         if found is not None and found.data.tags.get("status") not in RETRIED_STATUSES:
-            s = _summary_from_run(found, spec)
+            t = found.data.tags
+            s = _summary(spec, chash, t.get("status", "?"), t.get("reason", ""), found.data.metrics,
+                         found.info.run_id, cached=True)
             return _finish(ctx, s, total)
         # error / timeout / skipped may be transient (a library installed since, a busy
         # machine): run again; the new record supersedes the old one.
@@ -235,58 +246,26 @@ def run_job(cfg: Any, progress: Optional[bool] = None) -> Dict[str, Any]:
 
     workdir = ctx["output_dir"] / "trial"
     workdir.mkdir(parents=True, exist_ok=True)
-    spec_path = workdir / "spec.json"
-    spec_path.write_text(json.dumps({**spec, "config_hash": chash}, indent=1))
     start_ms = int(time.time() * 1000)
-    if not spec["method"]["loss"]:  # nothing to run: the method has no loss for this task
-        out = Outcome(result={
-            "status": "skipped", "metrics": {},
-            "reason": f"{spec['method']['name']} has no loss for task {spec['dataset']['task']}",
-        })
-    else:
-        b = spec["budget"]
-        kill = None
-        if b.get("host_mib") and b.get("kill_factor"):
-            kill = int(b["host_mib"] * MIB * float(b["kill_factor"]))
-        ticker = summ.Ticker(label, spec["timeout_s"], enabled=progress)
-        try:
-            out = run_trial(
-                spec_path, workdir, spec["timeout_s"], spec["threads"],
-                limits=Limits(host_kill_bytes=kill),
-                gpu=str(spec["device"]).startswith("cuda"), on_tick=ticker,
-            )
-        finally:
-            ticker.close()
+    out = _execute(spec, workdir, label, progress)
     end_ms = int(time.time() * 1000)
-    host_budget = spec["budget"]["host_mib"] * MIB if spec["budget"].get("host_mib") else None
-    gpu_budget = spec["budget"]["gpu_mib"] * MIB if spec["budget"].get("gpu_mib") else None
-    verdict = classify(out, host_budget, gpu_budget)
+    verdict = classify(out, spec.budget.host_bytes, spec.budget.gpu_bytes)
     record = build_record(spec, chash, out, verdict)
     art = _stage_artifacts(workdir, spec, record, out, verdict)
-    rep = spec["repetition"]
     run_id = store.log_trial(
-        run_name=f"{spec['method']['name']}@{spec['dataset']['name']}#r{rep}",
-        parent_run_id=parent, params=record["params"], metrics=record["metrics"],
-        tags=record["tags"], curves=history_curves(record["history"], start_ms),
+        run_name=f"{spec.method.name}@{spec.dataset.name}#r{spec.repetition}",
+        parent_run_id=state.get("parent_run_id") if state else None, params=record["params"],
+        metrics=record["metrics"], tags=record["tags"], curves=history_curves(record["history"], start_ms),
         artifacts_dir=art, start_ms=start_ms, end_ms=end_ms, supersede=bool(cfg.rerun) or retry_failed,
     )
-    metric = spec["dataset"]["primary_metric"]
-    s = {
-        "method": spec["method"]["name"], "dataset": spec["dataset"]["name"],
-        "budget": spec["budget"]["name"], "repetition": rep,
-        "status": verdict["status"], "reason": verdict["reason"], "metric": metric,
-        "value": record["metrics"].get(metric),
-        "fit_seconds": record["metrics"].get("fit_seconds"),
-        "peak_rss_mib": record["metrics"].get("peak_rss_mib"),
-        "run_id": run_id, "config_hash": chash, "cached": False,
-    }
+    s = _summary(spec, chash, verdict["status"], verdict["reason"], record["metrics"], run_id, cached=False)
     return _finish(ctx, s, total)
 
 
-def _finish(ctx: Dict[str, Any], s: Dict[str, Any], total: Optional[int]) -> Dict[str, Any]:
+def _finish(ctx: dict[str, Any], s: dict[str, Any], total: int | None) -> dict[str, Any]:
     done = None
     if ctx["multirun"]:
-        summ.write_done(ctx["sweep_dir"], ctx["job_num"], s)
-        done = len(summ.read_done(ctx["sweep_dir"]))
+        write_done(ctx["sweep_dir"], ctx["job_num"], s)
+        done = len(read_done(ctx["sweep_dir"]))
     print(summ.format_line(s, done, total), flush=True)
     return s

@@ -12,18 +12,19 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from . import summary as summ
 from .paths import export_conf_env
+from .record import RECORD_SCHEMA_VERSION
 
 log = logging.getLogger(__name__)
 
 
-def count_jobs(config: DictConfig) -> Optional[int]:
+def count_jobs(config: DictConfig) -> int | None:
     """Number of jobs a basic-sweeper multirun will launch, or ``None`` if unknown.
 
     Parameters
@@ -52,13 +53,20 @@ def count_jobs(config: DictConfig) -> Optional[int]:
         return None
 
 
+def older_schema_note(n_runs: int) -> str:
+    """The line a sweep prints when its store holds ``n_runs`` trial runs of an older record schema."""
+    return (f"note: {n_runs} finished trial run(s) in this experiment use an older record schema "
+            f"(< {RECORD_SCHEMA_VERSION}, written before the typed trial spec); they are kept for reports "
+            "but not reused, so their trials run again")
+
+
 class BenchCallback(Callback):
     """Creates the MLflow store, experiment and parent run; prints the closing table."""
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         """Open the store and the parent run before any job starts."""
         export_conf_env()
-        from .app import write_sweep_state
+        from .sweep_state import write_sweep_state
         from .provenance import git_info
         from .tracking import Store, resolve_uri
 
@@ -85,15 +93,18 @@ class BenchCallback(Callback):
             f" (parent run {parent})\n  outputs: {sweep_dir}",
             flush=True,
         )
+        older = store.older_schema_runs()
+        if older:
+            print(older_schema_note(older), flush=True)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         """Close the parent run and print one line per trial."""
-        from .app import read_sweep_state
+        from .sweep_state import read_done, read_sweep_state
         from .tracking import Store
 
         sweep_dir = Path(config.hydra.sweep.dir)
         state = read_sweep_state(sweep_dir)
-        done = summ.read_done(sweep_dir)
+        done = read_done(sweep_dir)
         if state:
             try:
                 Store(state["tracking_uri"], state["experiment_id"]).end_run(state["parent_run_id"])

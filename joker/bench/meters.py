@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Callable, Optional, Set
+from typing import Callable
 
 import psutil
 
-MIB = 2**20
+from .record import MIB
 
 
 @dataclass
@@ -35,7 +35,7 @@ class Limits:
         Kill when the machine's available memory drops below this (``oom``).
     """
 
-    host_kill_bytes: Optional[int] = None
+    host_kill_bytes: int | None = None
     min_available_bytes: int = 256 * MIB
 
 
@@ -44,12 +44,12 @@ class Samples:
     """What the sampler saw (bytes; ``None`` when not measured)."""
 
     peak_tree_rss: int = 0
-    peak_gpu: Optional[int] = None
-    min_available: Optional[int] = None
-    kill_status: Optional[str] = None
+    peak_gpu: int | None = None
+    min_available: int | None = None
+    kill_status: str | None = None
     kill_reason: str = ""
     n_samples: int = 0
-    pids: Set[int] = field(default_factory=set)
+    pids: set[int] = field(default_factory=set)
 
 
 class _Nvml:
@@ -64,7 +64,7 @@ class _Nvml:
             pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())
         ]
 
-    def used_by(self, pids: Set[int]) -> int:
+    def used_by(self, pids: set[int]) -> int:
         """Return the bytes of GPU memory used by ``pids`` on all devices."""
         total = 0
         for h in self._handles:
@@ -89,7 +89,7 @@ class _Nvml:
             pass
 
 
-def open_nvml() -> Optional[_Nvml]:
+def open_nvml() -> _Nvml | None:
     """Return an NVML reader when a GPU is present, else ``None``."""
     try:
         nv = _Nvml()
@@ -126,7 +126,7 @@ class TreeSampler(threading.Thread):
         interval_s: float = 0.05,
         gpu: bool = False,
         gpu_interval_s: float = 0.01,
-        on_kill: Optional[Callable[[], None]] = None,
+        on_kill: Callable[[], None] | None = None,
     ) -> None:
         super().__init__(daemon=True, name="joker-bench-sampler")
         self.root_pid = root_pid

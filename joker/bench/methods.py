@@ -1,53 +1,9 @@
-"""Every solver id of the benchmark -> its adapter class (``docs/contracts.md``).
+"""Compatibility import: the registry now lives in :mod:`baselines.registry`.
 
-``METHODS`` holds the upstream baselines (``baselines.BASELINES``) and the two
-Joker ids. Importing this module imports no solver library: the adapter
-classes import theirs inside ``fit`` / ``available``, so the harness can list,
-configure and skip methods whose library is missing.
+Kept so that code written against ``joker.bench.methods`` still runs; new
+code imports ``from baselines import METHODS, get_adapter``.
 """
 
-from __future__ import annotations
-
-from typing import Any
-
-from baselines import BASELINES
-from baselines.base import Adapter
-
-from .adapter import JokerExactAdapter, JokerInexactAdapter
+from baselines.registry import METHODS, get_adapter
 
 __all__ = ["METHODS", "get_adapter"]
-
-#: Solver id -> adapter class, Joker first.
-METHODS: dict[str, type[Adapter]] = {
-    JokerExactAdapter.name: JokerExactAdapter,
-    JokerInexactAdapter.name: JokerInexactAdapter,
-    **BASELINES,
-}
-
-
-def get_adapter(name: str, **kwargs: Any) -> Any:
-    """The adapter class for a solver id, or an instance when keyword arguments are given.
-
-    Parameters
-    ----------
-    name : str
-        A solver id (``joker-exact``, ``joker-inexact``, ``falkon``,
-        ``logfalkon``, ``eigenpro3``, ``thundersvm``, ``libsvm``).
-    **kwargs
-        Constructor arguments (task, loss, sigma, lam, ...); when given, the
-        adapter is instantiated with them.
-
-    Returns
-    -------
-    type[Adapter] or Adapter
-
-    Raises
-    ------
-    KeyError
-        For an unknown id; the message lists the known ones.
-    """
-    try:
-        cls = METHODS[name]
-    except KeyError:
-        raise KeyError(f"unknown solver id {name!r}; known: {', '.join(METHODS)}") from None
-    return cls(**kwargs) if kwargs else cls

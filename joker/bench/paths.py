@@ -47,21 +47,6 @@ def results_dir() -> Path:
     return repo_root() / "results"
 
 
-def default_tracking_uri() -> str:
-    """Return the default MLflow tracking URI.
-
-    Returns
-    -------
-    str
-        ``$MLFLOW_TRACKING_URI`` when set, else
-        ``sqlite:///<root>/results/mlflow.db`` (absolute path).
-    """
-    env = os.environ.get("MLFLOW_TRACKING_URI")
-    if env:
-        return env
-    return "sqlite:///" + str(results_dir() / "mlflow.db")
-
-
 def export_conf_env() -> None:
     """Set ``JOKER_BENCH_CONF`` (and ``JOKER_BENCH_ROOT``) for Hydra's search path.
 

@@ -11,7 +11,7 @@ import functools
 import os
 import platform
 import subprocess
-from typing import Dict
+
 
 from .paths import repo_root
 
@@ -24,7 +24,7 @@ TRACKED_PACKAGES = (
 
 
 @functools.lru_cache(maxsize=1)
-def git_info() -> Dict[str, str]:
+def git_info() -> dict[str, str]:
     """Return the repository's commit and dirty flag.
 
     Returns
@@ -54,7 +54,7 @@ def git_info() -> Dict[str, str]:
 
 
 @functools.lru_cache(maxsize=1)
-def versions() -> Dict[str, str]:
+def versions() -> dict[str, str]:
     """Return ``{"versions.<dist>": version}`` for the installed tracked packages."""
     from importlib.metadata import PackageNotFoundError, version
 
@@ -116,7 +116,7 @@ def gpu_names() -> str:
             pass
 
 
-def hardware_tags() -> Dict[str, str]:
+def hardware_tags() -> dict[str, str]:
     """Return the hardware tags ``cpu_model``, ``n_cores``, ``gpu_name``, ``hostname``."""
     return {
         "cpu_model": cpu_model(),

@@ -23,50 +23,15 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable
 
 import psutil
 
-from .meters import MIB, Limits, TreeSampler
+from baselines.threads import thread_env
 
-#: Environment variables that set the threads of every BLAS/OpenMP runtime.
-THREAD_VARS = (
-    "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-    "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS", "BLIS_NUM_THREADS",
-)
-#: Child statuses the harness records (docs/contracts.md).
-STATUSES = ("ok", "skipped", "timeout", "oom", "over_budget", "diverged", "error")
-
-
-def thread_env(threads: int, base: Optional[Dict[str, str]] = None) -> Dict[str, str]:
-    """Return the environment of a trial process.
-
-    Parameters
-    ----------
-    threads : int
-        Threads for every runtime.
-    base : dict, optional
-        Environment to start from (default ``os.environ``).
-
-    Returns
-    -------
-    dict
-        ``base`` with every variable of :data:`THREAD_VARS` set to
-        ``threads``, ``OMP_WAIT_POLICY`` removed (the OpenMP runtime's
-        default: PASSIVE made Joker's many small parallel products about 30%
-        slower on ijcnn1, and LIBSVM, single-threaded, not at all), ``MKL_DYNAMIC=FALSE``,
-        ``PYTHONUNBUFFERED=1`` and ``JOKER_BENCH_THREADS``.
-    """
-    env = dict(os.environ if base is None else base)
-    for var in THREAD_VARS:
-        env[var] = str(threads)
-    env.pop("OMP_WAIT_POLICY", None)
-    env["MKL_DYNAMIC"] = "FALSE"
-    env["PYTHONUNBUFFERED"] = "1"
-    env["JOKER_BENCH_THREADS"] = str(threads)
-    env.pop("PYTHONSTARTUP", None)
-    return env
-
+from .meters import Limits, TreeSampler
+from .paths import ROOT_ENV, repo_root
+from .record import MIB, STATUSES
 
 @dataclass
 class Outcome:
@@ -99,21 +64,21 @@ class Outcome:
         Last lines of the child's stderr.
     """
 
-    exit_code: Optional[int] = None
-    signal: Optional[int] = None
-    peak_rss_bytes: Optional[int] = None
+    exit_code: int | None = None
+    signal: int | None = None
+    peak_rss_bytes: int | None = None
     sampled_rss_bytes: int = 0
-    peak_gpu_bytes: Optional[int] = None
+    peak_gpu_bytes: int | None = None
     wall_s: float = 0.0
-    killed_for: Optional[str] = None
+    killed_for: str | None = None
     kill_reason: str = ""
-    min_available_bytes: Optional[int] = None
-    result: Optional[Dict[str, Any]] = None
-    progress: Dict[str, Any] = field(default_factory=dict)
+    min_available_bytes: int | None = None
+    result: dict[str, Any] | None = None
+    progress: dict[str, Any] = field(default_factory=dict)
     stderr_tail: str = ""
 
 
-def _read_json(path: Path) -> Optional[Dict[str, Any]]:
+def _read_json(path: Path) -> dict[str, Any] | None:
     try:
         with open(path) as f:
             return json.load(f)
@@ -162,9 +127,9 @@ def run_trial(
     workdir: Path,
     timeout_s: float,
     threads: int,
-    limits: Optional[Limits] = None,
+    limits: Limits | None = None,
     gpu: bool = False,
-    on_tick: Optional[Callable[[float], None]] = None,
+    on_tick: Callable[[float], None] | None = None,
     poll_s: float = 0.1,
 ) -> Outcome:
     """Run ``python -m joker.bench.trial`` on a spec, under a hard time limit.
@@ -196,49 +161,22 @@ def run_trial(
     """
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    result_path = workdir / "result.json"
-    rusage_path = workdir / "rusage.json"
-    for stale in (result_path, rusage_path, workdir / "progress.json"):
-        stale.unlink(missing_ok=True)
-    reaper = Path(__file__).with_name("reaper.py")
-    cmd = [
-        sys.executable, "-I", str(reaper), str(rusage_path), str(os.getpid()), "--",
-        sys.executable, "-m", "joker.bench.trial", str(spec_path), str(result_path),
-    ]
-    env = thread_env(threads)
-    env.setdefault("JOKER_BENCH_ROOT", str(Path(__file__).resolve().parents[2]))
+    for stale in ("result.json", "rusage.json", "progress.json"):
+        (workdir / stale).unlink(missing_ok=True)
     out = Outcome()
     t0 = time.monotonic()
     with open(workdir / "stdout.txt", "wb") as fo, open(workdir / "stderr.txt", "wb") as fe:
         proc = subprocess.Popen(
-            cmd, stdin=subprocess.DEVNULL, stdout=fo, stderr=fe, env=env,
-            cwd=str(workdir), start_new_session=True,
+            _trial_command(spec_path, workdir), stdin=subprocess.DEVNULL, stdout=fo, stderr=fe,
+            env=_trial_env(threads), cwd=str(workdir), start_new_session=True,
         )
         sampler = TreeSampler(
             proc.pid, limits or Limits(), gpu=gpu,
             on_kill=lambda: _kill_tree(proc.pid, keep_root=True),
         )
         sampler.start()
-        killed_at = None
         try:
-            while proc.poll() is None:
-                elapsed = time.monotonic() - t0
-                if elapsed > timeout_s and out.killed_for is None:
-                    out.killed_for = "timeout"
-                    out.kill_reason = f"wall-clock limit of {timeout_s:g} s reached"
-                    _kill_tree(proc.pid, keep_root=True)
-                if sampler.samples.kill_status and out.killed_for is None:
-                    out.killed_for = sampler.samples.kill_status
-                    out.kill_reason = sampler.samples.kill_reason
-                if out.killed_for:
-                    killed_at = killed_at or time.monotonic()
-                    if time.monotonic() - killed_at > 10:
-                        _killpg(proc.pid)  # the reaper did not finish: end it all
-                    else:
-                        _kill_tree(proc.pid, keep_root=True)  # late-born children too
-                if on_tick is not None:
-                    on_tick(elapsed)
-                time.sleep(poll_s)
+            _watch(proc, sampler, out, t0, timeout_s, on_tick, poll_s)
         except BaseException:
             _killpg(proc.pid)
             proc.wait()
@@ -250,23 +188,72 @@ def run_trial(
     out.wall_s = time.monotonic() - t0
     if samples.kill_status and out.killed_for is None:
         out.killed_for, out.kill_reason = samples.kill_status, samples.kill_reason
-    rusage = _read_json(rusage_path) or {}
+    _collect(out, workdir, samples, proc.returncode)
+    return out
+
+
+def _trial_command(spec_path: Path, workdir: Path) -> list[str]:
+    """argv of the reaper running ``python -m joker.bench.trial SPEC RESULT``."""
+    reaper = Path(__file__).with_name("reaper.py")
+    return [
+        sys.executable, "-I", str(reaper), str(workdir / "rusage.json"), str(os.getpid()), "--",
+        sys.executable, "-m", "joker.bench.trial", str(spec_path), str(workdir / "result.json"),
+    ]
+
+
+def _trial_env(threads: int) -> dict[str, str]:
+    """The trial's environment: the shared thread settings and the repository root."""
+    env = thread_env(threads)
+    env.setdefault(ROOT_ENV, str(repo_root()))
+    return env
+
+
+def _watch(proc: subprocess.Popen, sampler: TreeSampler, out: Outcome, t0: float, timeout_s: float,
+           on_tick: Callable[[float], None] | None, poll_s: float) -> None:
+    """Poll until the reaper exits; kill the tree on timeout or when the sampler says so.
+
+    Sets ``out.killed_for`` / ``out.kill_reason``. A tree that a kill does not
+    end within 10 s is killed as a whole process group.
+    """
+    killed_at = None
+    while proc.poll() is None:
+        elapsed = time.monotonic() - t0
+        if elapsed > timeout_s and out.killed_for is None:
+            out.killed_for = "timeout"
+            out.kill_reason = f"wall-clock limit of {timeout_s:g} s reached"
+            _kill_tree(proc.pid, keep_root=True)
+        if sampler.samples.kill_status and out.killed_for is None:
+            out.killed_for = sampler.samples.kill_status
+            out.kill_reason = sampler.samples.kill_reason
+        if out.killed_for:
+            killed_at = killed_at or time.monotonic()
+            if time.monotonic() - killed_at > 10:
+                _killpg(proc.pid)  # the reaper did not finish: end it all
+            else:
+                _kill_tree(proc.pid, keep_root=True)  # late-born children too
+        if on_tick is not None:
+            on_tick(elapsed)
+        time.sleep(poll_s)
+
+
+def _collect(out: Outcome, workdir: Path, samples: Any, reaper_code: int | None) -> None:
+    """Fill ``out`` from the reaper's rusage, the samples and the child's files."""
+    rusage = _read_json(workdir / "rusage.json") or {}
     out.exit_code = rusage.get("exit_code")
     out.signal = rusage.get("signal")
     if rusage.get("maxrss_kib") is not None:
         out.peak_rss_bytes = int(rusage["maxrss_kib"]) * 1024
     elif samples.peak_tree_rss:
         out.peak_rss_bytes = samples.peak_tree_rss
-    if not rusage and proc.returncode not in (0, None):  # reaper itself failed
-        out.exit_code = proc.returncode if proc.returncode > 0 else None
-        out.signal = -proc.returncode if proc.returncode < 0 else None
+    if not rusage and reaper_code not in (0, None):  # reaper itself failed
+        out.exit_code = reaper_code if reaper_code > 0 else None
+        out.signal = -reaper_code if reaper_code < 0 else None
     out.sampled_rss_bytes = samples.peak_tree_rss
     out.peak_gpu_bytes = samples.peak_gpu
     out.min_available_bytes = samples.min_available
-    out.result = _read_json(result_path)
+    out.result = _read_json(workdir / "result.json")
     out.progress = _read_json(workdir / "progress.json") or {}
     out.stderr_tail = tail(workdir / "stderr.txt")
-    return out
 
 
 def signal_name(signum: int) -> str:
@@ -283,8 +270,8 @@ def _last_line(text: str) -> str:
 
 
 def classify(
-    out: Outcome, host_budget_bytes: Optional[int], gpu_budget_bytes: Optional[int]
-) -> Dict[str, str]:
+    out: Outcome, host_budget_bytes: int | None, gpu_budget_bytes: int | None
+) -> dict[str, str]:
     """Decide a trial's status and reason.
 
     Parameters

@@ -6,43 +6,44 @@ The dataclasses below are registered in Hydra's ConfigStore (as
 wrong type in a sweep file, a config group file or on the command line is
 rejected when Hydra composes the config, before any trial starts.
 
-:func:`resolve_trial` turns one composed job config into the plain,
-JSON-serialisable *trial spec* the child process runs and that is hashed,
-logged and compared for resume. Resolution order of a method's settings
+:func:`resolve_trial` turns one composed job config into the frozen, typed
+:class:`joker.bench.spec.TrialSpec` the child process runs and that is
+hashed, logged and compared for resume. Resolution order of a method's settings
 (later wins)::
 
     conf/method/<m>.yaml  <  dataset.methods[<m>]  <  settings[<m>] (sweep-wide)
 
 and the dataset sizes come from ``dataset.n_train``/``n_test`` when set,
 else from ``dataset.sizes[<scale>]``.
+
+The config dataclasses keep ``typing.Optional`` / ``Dict`` annotations
+(the rest of the harness writes ``X | None`` and builtin generics):
+OmegaConf reads these annotations to type-check the structured config.
 """
 
 from __future__ import annotations
 
 import copy
-import math
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Dict, Optional
 
 from omegaconf import MISSING
 
+from baselines.base import TASKS
+from baselines.device import Device
+
 from .seeds import data_seed, derive_seed
+from .spec import DTYPES, ConfigError, TrialBudget, TrialDataset, TrialMethod, TrialSpec, parse_sigma
 
 
-class Task(str, Enum):
-    """Learning task of a dataset (the values of ``ds.task``)."""
-
-    regression = "regression"
-    binary = "binary"
-    multiclass = "multiclass"
+#: Learning task of a dataset (the values of ``ds.task``), built from the one
+#: vocabulary :data:`baselines.base.TASKS` (an Enum, which OmegaConf checks at compose time).
+Task = Enum("Task", {t: t for t in TASKS}, type=str, module=__name__)
 
 
-class DType(str, Enum):
-    """Floating-point precision a method computes in."""
-
-    float32 = "float32"
-    float64 = "float64"
+#: Floating-point precision a method computes in (:data:`joker.bench.spec.DTYPES`).
+DType = Enum("DType", {d: d for d in DTYPES}, type=str, module=__name__)
 
 
 @dataclass
@@ -121,7 +122,7 @@ class MethodConfig:
     loss: Optional[str] = None
     losses: Dict[str, str] = field(default_factory=dict)
     kernel: str = "gaussian"
-    dtype: DType = DType.float64
+    dtype: DType = DType["float64"]
     options: Dict[str, Any] = field(default_factory=dict)
     adapter: Optional[str] = None
     warmup: bool = True
@@ -218,7 +219,6 @@ class BenchConfig:
 SETTING_KEYS = frozenset(
     {"lam", "loss", "kernel", "dtype", "options", "timeout_s", "adapter", "warmup"}
 )
-KERNELS = frozenset({"gaussian", "laplacian"})
 
 
 def register_configs() -> None:
@@ -246,37 +246,31 @@ def _group_listing() -> str:
     return "\n".join(lines)
 
 
-class ConfigError(ValueError):
-    """A composed config that is well typed but inconsistent."""
+def _plain(cfg: Any) -> dict[str, Any]:
+    """A plain python dict (enums as strings) of a composed config, without its ``hydra`` node."""
+    from omegaconf import DictConfig, OmegaConf
+
+    if isinstance(cfg, DictConfig):
+        if "hydra" in cfg:
+            cfg = OmegaConf.masked_copy(cfg, [k for k in cfg.keys() if k != "hydra"])
+        cfg = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
+    out = copy.deepcopy(dict(cfg))
+    out.pop("hydra", None)
+    return out
 
 
-def _plain(node: Any) -> Any:
-    """Return a plain python container (enums as strings) for a config node."""
-    try:
-        from omegaconf import DictConfig, ListConfig, OmegaConf
-    except ImportError:  # pragma: no cover - omegaconf is a harness dependency
-        return copy.deepcopy(node)
-    if isinstance(node, (DictConfig, ListConfig)):
-        return OmegaConf.to_container(node, resolve=True, enum_to_str=True)
-    if isinstance(node, Enum):
-        return node.value
-    return copy.deepcopy(node)
-
-
-def _merge(base: Dict[str, Any], over: Dict[str, Any]) -> Dict[str, Any]:
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     """Merge per-method settings ``over`` into ``base`` (``options`` merged by key)."""
     out = dict(base)
     for key, value in over.items():
         if key == "options" and isinstance(value, dict):
-            opts = dict(out.get("options") or {})
-            opts.update(value)
-            out["options"] = opts
+            out["options"] = {**(out.get("options") or {}), **value}
         else:
             out[key] = value
     return out
 
 
-def _check_setting(where: str, setting: Any) -> Dict[str, Any]:
+def _check_setting(where: str, setting: Any) -> dict[str, Any]:
     if setting is None:
         return {}
     if not isinstance(setting, dict):
@@ -289,75 +283,10 @@ def _check_setting(where: str, setting: Any) -> Dict[str, Any]:
     return setting
 
 
-def parse_sigma(value: Any) -> Any:
-    """Validate a bandwidth setting.
-
-    Parameters
-    ----------
-    value : float, int, str
-        A positive number, or ``"median"``.
-
-    Returns
-    -------
-    float or str
-        The positive bandwidth as float, or ``"median"``.
-
-    Raises
-    ------
-    ConfigError
-        For anything else.
-    """
-    if isinstance(value, str):
-        if value.strip().lower() == "median":
-            return "median"
-        try:
-            value = float(value)
-        except ValueError:
-            raise ConfigError(f"sigma must be a positive number or 'median', got {value!r}")
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(f"sigma must be a positive number or 'median', got {value!r}")
-    value = float(value)
-    if not (math.isfinite(value) and value > 0):
-        raise ConfigError(f"sigma must be a positive number or 'median', got {value!r}")
-    return value
-
-
-def resolve_trial(cfg: Any) -> Dict[str, Any]:
-    """Resolve one composed job config into the trial spec.
-
-    Parameters
-    ----------
-    cfg : omegaconf.DictConfig or dict
-        A composed :class:`BenchConfig` (one Hydra job).
-
-    Returns
-    -------
-    dict
-        JSON-serialisable spec with keys ``sweep, scale, repetition,
-        base_seed, seed, threads, device, timeout_s, lam, sigma, dataset,
-        method, budget``. ``method.loss`` is ``None`` when the method has no
-        loss for the dataset's task (the trial is then skipped).
-
-    Raises
-    ------
-    ConfigError
-        On an inconsistent config (bad sigma, unknown per-method key, ...).
-    """
-    try:
-        from omegaconf import DictConfig, OmegaConf
-
-        if isinstance(cfg, DictConfig) and "hydra" in cfg:  # composed with its hydra node
-            cfg = OmegaConf.masked_copy(cfg, [k for k in cfg.keys() if k != "hydra"])
-    except ImportError:  # pragma: no cover
-        pass
-    c = _plain(cfg)
-    c.pop("hydra", None)
-    ds = c["dataset"]
-    m = c["method"]
-    name = m["name"]
-    task = ds["task"]
-
-    setting: Dict[str, Any] = {
+def _method_setting(c: dict[str, Any]) -> dict[str, Any]:
+    """The method's settings merged in order: method file < dataset.methods[m] < settings[m]."""
+    ds, m = c["dataset"], c["method"]
+    setting: dict[str, Any] = {
         "lam": ds.get("lam", 1.0),
         "loss": m.get("loss"),
         "kernel": m.get("kernel", "gaussian"),
@@ -367,73 +296,75 @@ def resolve_trial(cfg: Any) -> Dict[str, Any]:
         "adapter": m.get("adapter"),
         "warmup": m.get("warmup", True),
     }
+    name = m["name"]
     setting = _merge(setting, _check_setting(f"dataset.methods[{name}]", (ds.get("methods") or {}).get(name)))
-    setting = _merge(setting, _check_setting(f"settings[{name}]", (c.get("settings") or {}).get(name)))
+    return _merge(setting, _check_setting(f"settings[{name}]", (c.get("settings") or {}).get(name)))
 
-    loss = setting["loss"] or (m.get("losses") or {}).get(task)
-    if setting["kernel"] not in KERNELS:
-        raise ConfigError(f"kernel must be one of {sorted(KERNELS)}, got {setting['kernel']!r}")
-    if setting["dtype"] not in ("float32", "float64"):
-        raise ConfigError(f"dtype must be float32 or float64, got {setting['dtype']!r}")
-    lam = float(setting["lam"])
-    if not (math.isfinite(lam) and lam >= 0):
-        raise ConfigError(f"lam must be a non-negative number, got {setting['lam']!r}")
-    timeout = float(setting["timeout_s"])
-    if not timeout > 0:
-        raise ConfigError(f"timeout_s must be positive, got {timeout}")
-    if int(c["threads"]) < 1:
-        raise ConfigError(f"threads must be >= 1, got {c['threads']}")
 
-    sizes = (ds.get("sizes") or {}).get(c["scale"]) or {}
+def _trial_dataset(ds: dict[str, Any], scale: str) -> TrialDataset:
+    """The dataset part: sizes from ``dataset.n_train``/``n_test`` when set, else ``sizes[scale]``."""
+    sizes = (ds.get("sizes") or {}).get(scale) or {}
     if not isinstance(sizes, dict) or set(sizes) - {"n_train", "n_test"}:
-        raise ConfigError(f"dataset.sizes[{c['scale']}] must be {{n_train, n_test}}, got {sizes!r}")
+        raise ConfigError(f"dataset.sizes[{scale}] must be {{n_train, n_test}}, got {sizes!r}")
     n_train = ds.get("n_train") if ds.get("n_train") is not None else sizes.get("n_train")
     n_test = ds.get("n_test") if ds.get("n_test") is not None else sizes.get("n_test")
+    return TrialDataset(name=ds["name"], task=ds["task"], n_train=n_train, n_test=n_test,
+                        subset=ds.get("subset", "random"), primary_metric=ds["primary_metric"],
+                        loader=ds.get("loader"))
 
-    budget = c["budget"]
-    for key in ("host_mib", "gpu_mib"):
-        if budget.get(key) is not None and budget[key] <= 0:
-            raise ConfigError(f"budget.{key} must be positive or null, got {budget[key]}")
 
-    base_seed = int(c["seed"])
-    rep = int(c["repetition"])
-    return {
-        "sweep": c["sweep"],
-        "scale": c["scale"],
-        "repetition": rep,
-        "base_seed": base_seed,
-        "seed": derive_seed(base_seed, ds["name"], name, rep),
-        "data_seed": data_seed(base_seed, rep),
-        "threads": int(c["threads"]),
-        "device": c["device"],
-        "timeout_s": timeout,
-        "lam": lam,
-        "sigma": parse_sigma(ds.get("sigma", "median")),
-        "dataset": {
-            "name": ds["name"],
-            "task": task,
-            "n_train": n_train,
-            "n_test": n_test,
-            "subset": ds.get("subset", "random"),
-            "primary_metric": ds["primary_metric"],
-            "loader": ds.get("loader"),
-        },
-        "method": {
-            "name": name,
-            "loss": loss,
-            "kernel": setting["kernel"],
-            "dtype": setting["dtype"],
-            "options": setting["options"],
-            "adapter": setting["adapter"],
-            "warmup": bool(setting["warmup"]),
-        },
-        "budget": {
-            "name": budget["name"],
-            "host_mib": budget.get("host_mib"),
-            "gpu_mib": budget.get("gpu_mib"),
-            "kill_factor": budget.get("kill_factor"),
-        },
-    }
+def _trial_method(m: dict[str, Any], setting: dict[str, Any], task: str) -> TrialMethod:
+    """The method part: the merged setting, the loss defaulting to ``losses[task]``.
+
+    The kernel names are the solver's (``joker.kernels.KERNELS``; importing
+    it loads torch, hence the import here and not at module level).
+    """
+    from joker.kernels import KERNELS
+
+    if setting["kernel"] not in KERNELS:
+        raise ConfigError(f"kernel must be one of {list(KERNELS)}, got {setting['kernel']!r}")
+    return TrialMethod(name=m["name"], loss=setting["loss"] or (m.get("losses") or {}).get(task),
+                       kernel=setting["kernel"], dtype=setting["dtype"], options=setting["options"],
+                       adapter=setting["adapter"], warmup=bool(setting["warmup"]))
+
+
+def resolve_trial(cfg: Any) -> TrialSpec:
+    """Resolve one composed job config into the trial spec (once per job).
+
+    Parameters
+    ----------
+    cfg : omegaconf.DictConfig or dict
+        A composed :class:`BenchConfig` (one Hydra job).
+
+    Returns
+    -------
+    TrialSpec
+        Frozen and typed: budget in bytes, device parsed, lam > 0 and sigma
+        checked. ``method.loss`` is ``None`` when the method has no loss for
+        the dataset's task (the trial is then skipped).
+
+    Raises
+    ------
+    ConfigError
+        On an inconsistent config (bad sigma, lam <= 0, unknown per-method
+        key, bad device, ...).
+    """
+    c = _plain(cfg)
+    ds, b = c["dataset"], c["budget"]
+    setting = _method_setting(c)
+    base_seed, rep = int(c["seed"]), int(c["repetition"])
+    try:
+        device = Device.parse(c["device"])
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    return TrialSpec(
+        sweep=c["sweep"], scale=c["scale"], repetition=rep, base_seed=base_seed,
+        seed=derive_seed(base_seed, ds["name"], c["method"]["name"], rep),
+        data_seed=data_seed(base_seed, rep), threads=int(c["threads"]), device=device,
+        timeout_s=float(setting["timeout_s"]), lam=setting["lam"], sigma=parse_sigma(ds.get("sigma", "median")),
+        dataset=_trial_dataset(ds, c["scale"]), method=_trial_method(c["method"], setting, ds["task"]),
+        budget=TrialBudget.from_mib(b["name"], b.get("host_mib"), b.get("gpu_mib"), b.get("kill_factor")),
+    )
 
 
 def flatten(d: Dict[str, Any], prefix: str = "") -> Dict[str, Any]:

@@ -10,12 +10,10 @@ positive class ``classes[-1]`` for binary problems, macro F1 otherwise).
 
 from __future__ import annotations
 
-from typing import Dict, Optional
-
 import numpy as np
 
 
-def regression_metrics(y_true: np.ndarray, y_pred: np.ndarray) -> Dict[str, float]:
+def regression_metrics(y_true: np.ndarray, y_pred: np.ndarray) -> dict[str, float]:
     """Return test_rmse, test_mse, test_rel_error.
 
     Parameters
@@ -81,9 +79,9 @@ def _f1(y_true: np.ndarray, y_pred: np.ndarray, label) -> float:
 def classification_metrics(
     y_true: np.ndarray,
     y_pred: np.ndarray,
-    scores: Optional[np.ndarray],
-    classes: Optional[np.ndarray] = None,
-) -> Dict[str, float]:
+    scores: np.ndarray | None,
+    classes: np.ndarray | None = None,
+) -> dict[str, float]:
     """Return test_accuracy, test_f1 and (with scores) test_auc.
 
     Parameters

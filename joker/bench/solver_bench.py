@@ -38,6 +38,10 @@ import sys
 import tempfile
 import time
 
+from baselines.threads import thread_env
+
+from .paths import repo_root
+
 # --------------------------------------------------------------------------
 # reference figures (anchors.md, measured on this kind of machine)
 
@@ -153,7 +157,7 @@ def load_ijcnn1():
                     sigma=IJCNN1_SIGMA, source="joker.data")
     from sklearn.datasets import load_svmlight_file
 
-    root = os.environ.get("JOKER_SHARED_DATA", os.path.join(_repo_root(), "..", "shared", "data"))
+    root = os.environ.get("JOKER_SHARED_DATA", os.path.join(str(repo_root()), "..", "shared", "data"))
     Xtr, ytr = load_svmlight_file(os.path.join(root, "libsvm", "ijcnn1.bz2"), n_features=22, dtype=np.float32)
     Xte, yte = load_svmlight_file(os.path.join(root, "libsvm", "ijcnn1.t.bz2"), n_features=22, dtype=np.float32)
     Xtr, Xte = _standardise(Xtr.toarray(), Xte.toarray(), ddof=0)
@@ -171,10 +175,6 @@ def load_hepc():
     return dict(Xtr=np.asarray(ds.X_train), ytr=np.asarray(ds.y_train, dtype=np.float64),
                 Xte=np.asarray(ds.X_test), yte=np.asarray(ds.y_test, dtype=np.float64),
                 sigma=HEPC_SIGMA, source="joker.data")
-
-
-def _repo_root():
-    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 # --------------------------------------------------------------------------
@@ -209,78 +209,86 @@ def run_problem(name, *, dtype="auto", threads=2, max_epochs=200, verbose=0):
     dict
         JSON-serialisable measurements.
     """
-    import numpy as np
-
     try:
         import torch
 
         torch.set_num_threads(threads)
-    except Exception:
+    except Exception:  # torch missing: the fit will say so
         pass
 
     spec = PROBLEMS[name]
     t0 = time.perf_counter()
-    if spec["data"] in ("friedman", "classif"):
-        data = load_5k(spec["data"])
-    elif spec["data"] == "ijcnn1":
-        data = load_ijcnn1()
-    else:
-        data = load_hepc()
-    load_s = time.perf_counter() - t0
-    Xtr, ytr, Xte, yte, sigma = data["Xtr"], data["ytr"], data["Xte"], data["yte"], data["sigma"]
-    out = dict(problem=name, n_train=int(len(ytr)), n_test=int(len(yte)), d=int(Xtr.shape[1]), sigma=sigma,
-               lam=1.0, load_s=load_s, source=data["source"])
-
+    data = _load_problem(spec["data"])
+    out = dict(problem=name, n_train=int(len(data["ytr"])), n_test=int(len(data["yte"])),
+               d=int(data["Xtr"].shape[1]), sigma=data["sigma"], lam=1.0, load_s=time.perf_counter() - t0,
+               source=data["source"])
     if spec["est"] == "svc":
-        from sklearn.svm import SVC
+        out.update(_run_libsvm(data))
+    else:
+        out.update(_run_joker(name, spec, data, dtype=dtype, max_epochs=max_epochs, verbose=verbose))
+    return out
 
-        model = SVC(C=1.0, kernel="rbf", gamma=1.0 / (2.0 * sigma**2))
-        t = time.perf_counter()
-        model.fit(Xtr, ytr)
-        out["fit_s"] = time.perf_counter() - t
-        t = time.perf_counter()
-        out["metric"] = ("accuracy", float(np.mean(model.predict(Xte) == yte)))
-        out["predict_s"] = time.perf_counter() - t
-        out["method"] = "sklearn SVC (LIBSVM)"
-        out["converged"] = bool(getattr(model, "fit_status_", 0) == 0)
-        out["n_support"] = int(np.sum(model.n_support_))
-        return out
+
+def _load_problem(kind):
+    """The data of a problem: ``friedman``/``classif`` (5k), ``ijcnn1`` or ``hepc``."""
+    if kind in ("friedman", "classif"):
+        return load_5k(kind)
+    return load_ijcnn1() if kind == "ijcnn1" else load_hepc()
+
+
+def _run_libsvm(data):
+    """The LIBSVM reference (scikit-learn SVC, C = 1/lam = 1, gamma = 1/(2 sigma^2)): fit, predict, accuracy."""
+    import numpy as np
+    from sklearn.svm import SVC
+
+    model = SVC(C=1.0, kernel="rbf", gamma=1.0 / (2.0 * data["sigma"] ** 2))
+    t = time.perf_counter()
+    model.fit(data["Xtr"], data["ytr"])
+    out = {"fit_s": time.perf_counter() - t}
+    t = time.perf_counter()
+    out["metric"] = ("accuracy", float(np.mean(model.predict(data["Xte"]) == data["yte"])))
+    out["predict_s"] = time.perf_counter() - t
+    out.update(method="sklearn SVC (LIBSVM)", converged=bool(getattr(model, "fit_status_", 0) == 0),
+               n_support=int(np.sum(model.n_support_)))
+    return out
+
+
+def _run_joker(name, spec, data, *, dtype, max_epochs, verbose):
+    """Fit Joker on one problem (warnings kept), predict, and report its certificate and history."""
+    import warnings
+
+    import numpy as np
 
     from joker import JokerClassifier, JokerRegressor
 
     Est = JokerRegressor if spec["est"] == "reg" else JokerClassifier
-    kw = dict(loss=spec["loss"], kernel="gaussian", sigma=sigma, lam=1.0, n_components=spec.get("n_components"),
-              tol=1e-3, max_epochs=max_epochs, dtype=problem_dtype(name, dtype), random_state=0)
+    kw = dict(loss=spec["loss"], kernel="gaussian", sigma=data["sigma"], lam=1.0,
+              n_components=spec.get("n_components"), tol=1e-3, max_epochs=max_epochs,
+              dtype=problem_dtype(name, dtype), random_state=0)
     if verbose:
         kw["solver_options"] = {"verbose": verbose}
     if "block_size" in spec:
         kw["block_size"] = spec["block_size"]
     est = Est(**kw)
-    out["method"] = (f"Joker {'RFF M=' + str(kw['n_components']) if kw['n_components'] else 'exact'} "
-                     f"{spec['loss']}, block {est.get_params()['block_size']}, {kw['dtype']}")
-    import warnings
-
+    out = {"method": (f"Joker {'RFF M=' + str(kw['n_components']) if kw['n_components'] else 'exact'} "
+                      f"{spec['loss']}, block {est.get_params()['block_size']}, {kw['dtype']}")}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         t = time.perf_counter()
-        est.fit(Xtr, ytr)
+        est.fit(data["Xtr"], data["ytr"])
         out["fit_s"] = time.perf_counter() - t
     out["warnings"] = sorted({f"{w.category.__name__}: {str(w.message)[:120]}" for w in caught})
     t = time.perf_counter()
+    pred = np.asarray(est.predict(data["Xte"]))
     if spec["est"] == "reg":
-        pred = np.asarray(est.predict(Xte), dtype=np.float64)
-        mse = float(np.mean((pred - yte) ** 2))
+        mse = float(np.mean((pred.astype(np.float64) - data["yte"]) ** 2))
         out["metric"] = ("RMSE", float(np.sqrt(mse))) if spec["data"] == "hepc" else ("MSE", mse)
     else:
-        out["metric"] = ("accuracy", float(np.mean(np.asarray(est.predict(Xte)) == yte)))
+        out["metric"] = ("accuracy", float(np.mean(pred == data["yte"])))
     out["predict_s"] = time.perf_counter() - t
     out.update(
-        fit_time_=float(est.fit_time_),
-        epochs=int(est.n_epochs_),
-        gap=float(est.dual_gap_),
-        kkt=float(est.kkt_residual_),
-        converged=bool(est.converged_),
-        primal=float(est.primal_),
+        fit_time_=float(est.fit_time_), epochs=int(est.n_epochs_), gap=float(est.dual_gap_),
+        kkt=float(est.kkt_residual_), converged=bool(est.converged_), primal=float(est.primal_),
         dual=float(est.dual_),
         history=[{k: (float(v) if isinstance(v, (int, float, np.floating, np.integer)) else str(v))
                   for k, v in row.items()} for row in est.history_],
@@ -294,10 +302,7 @@ def run_problem(name, *, dtype="auto", threads=2, max_epochs=200, verbose=0):
 
 def spawn(name, *, timeout, threads, dtype, max_epochs, verbose=0):
     """Run one problem in a fresh interpreter and return its result with ``peak_rss_mib``."""
-    env = dict(os.environ)
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        env[var] = str(threads)
-    env.pop("OMP_WAIT_POLICY", None)  # runtime default, as in the harness (joker.bench.runner.thread_env)
+    env = thread_env(threads)  # the harness's trial environment (baselines.threads)
     with tempfile.TemporaryDirectory(prefix="solver_bench_") as tmp:
         res_path = os.path.join(tmp, "result.json")
         err_path = os.path.join(tmp, "stderr.txt")
@@ -309,7 +314,7 @@ def spawn(name, *, timeout, threads, dtype, max_epochs, verbose=0):
             # --verbose: the solver's lines (stdout) and warnings (stderr) pass through, live
             proc = subprocess.Popen(cmd, stdout=None if verbose else subprocess.DEVNULL,
                                     stderr=None if verbose else err, env=env,
-                                    cwd=_repo_root(),
+                                    cwd=str(repo_root()),
                                     start_new_session=True)
             status, rusage, timed_out = None, None, False
             while True:

@@ -1,53 +1,18 @@
 """What a sweep prints: one line per trial, a live indicator, a closing table.
 
-Every finished job leaves a small JSON summary in
-``<sweep dir>/.joker_bench/done/<job num>.json``; the progress counter and the
-closing table read those files, so they work with every launcher (basic,
+The progress counter and the closing table read the per-job summaries of
+:mod:`joker.bench.sweep_state`, so they work with every launcher (basic,
 joblib, submitit) without talking to MLflow.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import sys
 import time
-from pathlib import Path
-from typing import Any, Dict, List, Optional
-
-STATE_DIR = ".joker_bench"
+from typing import Any
 
 
-def state_dir(sweep_dir: Path) -> Path:
-    """Return ``<sweep dir>/.joker_bench`` (created)."""
-    p = Path(sweep_dir) / STATE_DIR
-    (p / "done").mkdir(parents=True, exist_ok=True)
-    return p
-
-
-def write_done(sweep_dir: Path, job_num: int, summary: Dict[str, Any]) -> None:
-    """Record a finished job's summary (atomic)."""
-    d = state_dir(sweep_dir) / "done"
-    tmp = d / f".{job_num}.json.tmp"
-    tmp.write_text(json.dumps(summary, default=str))
-    os.replace(tmp, d / f"{job_num}.json")
-
-
-def read_done(sweep_dir: Path) -> List[Dict[str, Any]]:
-    """Return the summaries of the finished jobs, by job number."""
-    d = Path(sweep_dir) / STATE_DIR / "done"
-    if not d.is_dir():
-        return []
-    out = []
-    for p in sorted(d.glob("*.json"), key=lambda q: int(q.stem) if q.stem.isdigit() else 0):
-        try:
-            out.append(json.loads(p.read_text()))
-        except (OSError, ValueError):
-            continue
-    return out
-
-
-def _fmt_metric(name: Optional[str], value: Any) -> str:
+def _fmt_metric(name: str | None, value: Any) -> str:
     if not name or value is None:
         return "-"
     short = name.replace("test_", "")
@@ -57,7 +22,7 @@ def _fmt_metric(name: Optional[str], value: Any) -> str:
     return f"{short}={v:.4g}"
 
 
-def format_line(s: Dict[str, Any], done: Optional[int] = None, total: Optional[int] = None) -> str:
+def format_line(s: dict[str, Any], done: int | None = None, total: int | None = None) -> str:
     """One line: progress, method, dataset, status, metric, seconds, MiB.
 
     Parameters
@@ -87,7 +52,7 @@ def format_line(s: Dict[str, Any], done: Optional[int] = None, total: Optional[i
     return line
 
 
-def table(summaries: List[Dict[str, Any]]) -> str:
+def table(summaries: list[dict[str, Any]]) -> str:
     """The closing table of a sweep (one line per trial, then status counts)."""
     if not summaries:
         return "no trial finished"
@@ -98,7 +63,7 @@ def table(summaries: List[Dict[str, Any]]) -> str:
     lines = [header, "-" * len(header)]
     for s in sorted(summaries, key=lambda q: (q.get("dataset", ""), q.get("method", ""))):
         lines.append(format_line(s))
-    counts: Dict[str, int] = {}
+    counts: dict[str, int] = {}
     for s in summaries:
         counts[s.get("status", "?")] = counts.get(s.get("status", "?"), 0) + 1
     lines.append(
@@ -114,7 +79,7 @@ class Ticker:
     (CI logs get the one-line summaries only).
     """
 
-    def __init__(self, label: str, timeout_s: float, enabled: Optional[bool] = None) -> None:
+    def __init__(self, label: str, timeout_s: float, enabled: bool | None = None) -> None:
         self.bar = None
         if enabled is None:
             enabled = sys.stderr.isatty()

@@ -21,9 +21,10 @@ import math
 import random
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Optional, TypeVar
+from typing import Any, Callable, Iterable, TypeVar
 
-from .paths import default_tracking_uri, results_dir
+from .paths import results_dir
+from .record import RECORD_SCHEMA_VERSION, default_tracking_uri, schema_of
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -33,12 +34,12 @@ SUPERSEDED_TAG = "superseded_by"
 HISTORY_COLUMNS = ("epoch", "seconds", "dual", "primal", "gap", "kkt")
 
 
-def resolve_uri(uri: Optional[str]) -> str:
+def resolve_uri(uri: str | None) -> str:
     """Return the tracking URI: ``uri``, else ``$MLFLOW_TRACKING_URI``, else the repo's SQLite file."""
     return uri or default_tracking_uri()
 
 
-def artifact_location(uri: str) -> Optional[str]:
+def artifact_location(uri: str) -> str | None:
     """Return the artifact root for a new experiment on ``uri``.
 
     ``results/mlartifacts`` for the default store, ``<db folder>/mlartifacts``
@@ -83,7 +84,7 @@ def retry(fn: Callable[[], T], what: str, attempts: int = 12, first_wait_s: floa
     raise AssertionError("unreachable")
 
 
-def _chunks(items: List[Any], size: int) -> Iterable[List[Any]]:
+def _chunks(items: list[Any], size: int) -> Iterable[list[Any]]:
     for i in range(0, len(items), size):
         yield items[i : i + size]
 
@@ -152,7 +153,7 @@ class Store:
         return cls(uri, exp_id)
 
     # ----------------------------------------------------------- parent runs
-    def start_parent(self, name: str, tags: Dict[str, str]) -> str:
+    def start_parent(self, name: str, tags: dict[str, str]) -> str:
         """Create the parent run of a multirun; return its id."""
         run = retry(
             lambda: self.client.create_run(self.experiment_id, tags=tags, run_name=name),
@@ -165,7 +166,7 @@ class Store:
         retry(lambda: self.client.set_terminated(run_id, status), "end run")
 
     # --------------------------------------------------------------- resume
-    def runs_with_hash(self, config_hash: str, finished_only: bool = True) -> List[Any]:
+    def runs_with_hash(self, config_hash: str, finished_only: bool = True) -> list[Any]:
         """Return the child runs of a trial hash (newest first), superseded ones excluded."""
         flt = f"tags.config_hash = '{config_hash}'"
         if finished_only:
@@ -179,22 +180,46 @@ class Store:
         )
         return [r for r in runs if SUPERSEDED_TAG not in r.data.tags]
 
-    def find_finished(self, config_hash: str) -> Optional[Any]:
+    def find_finished(self, config_hash: str) -> Any | None:
         """Return the newest finished run of this trial hash, or ``None``."""
         runs = self.runs_with_hash(config_hash)
         return runs[0] if runs else None
 
+    def older_schema_runs(self) -> int:
+        """Number of finished trial runs in the experiment written with an older record schema.
+
+        Their config hashes cannot match this code's (the hash includes
+        :data:`joker.bench.record.RECORD_SCHEMA_VERSION`), so a resumed sweep
+        runs those trials again; the callback says so once per sweep.
+        """
+        runs = retry(
+            lambda: self.client.search_runs(
+                [self.experiment_id], filter_string="attributes.status = 'FINISHED'", max_results=50000,
+            ),
+            "search runs",
+        )
+        return sum(1 for r in runs if "method" in r.data.tags and schema_of(r.data.tags) < RECORD_SCHEMA_VERSION)
+
     # ------------------------------------------------------------ trial runs
+    def _end_stale_runs(self, config_hash: str) -> None:
+        """Mark runs of this hash left RUNNING by a killed sweep as KILLED (never trusted)."""
+        for stale in self.runs_with_hash(config_hash, finished_only=False):
+            if stale.info.status == "RUNNING":
+                try:
+                    self.end_run(stale.info.run_id, "KILLED")
+                except Exception:  # another job may have ended it first
+                    pass
+
     def log_trial(
         self,
         *,
         run_name: str,
-        parent_run_id: Optional[str],
-        params: Dict[str, Any],
-        metrics: Dict[str, float],
-        tags: Dict[str, Any],
-        curves: Dict[str, List[tuple]],
-        artifacts_dir: Optional[Path],
+        parent_run_id: str | None,
+        params: dict[str, Any],
+        metrics: dict[str, float],
+        tags: dict[str, Any],
+        curves: dict[str, list[tuple]],
+        artifacts_dir: Path | None,
         start_ms: int,
         end_ms: int,
         supersede: bool = False,
@@ -226,13 +251,8 @@ class Store:
         from mlflow.entities import Metric, Param
 
         chash = str(tags.get("config_hash", ""))
-        if chash:  # runs left RUNNING by a killed sweep: never trusted, mark them
-            for stale in self.runs_with_hash(chash, finished_only=False):
-                if stale.info.status == "RUNNING":
-                    try:
-                        self.end_run(stale.info.run_id, "KILLED")
-                    except Exception:
-                        pass
+        if chash:
+            self._end_stale_runs(chash)
         older = self.runs_with_hash(chash) if (supersede and chash) else []
 
         run_tags = {k: _text(v, 7900) for k, v in tags.items()}
@@ -245,17 +265,7 @@ class Store:
             "create run",
         )
         rid = run.info.run_id
-        mlist = [
-            Metric(k, float(v), end_ms, 0)
-            for k, v in metrics.items()
-            if v is not None and math.isfinite(float(v))
-        ]
-        for key, points in curves.items():
-            mlist.extend(
-                Metric(key, float(v), int(ts), int(step))
-                for step, v, ts in points
-                if v is not None and math.isfinite(float(v))
-            )
+        mlist = [Metric(key, value, ts, step) for key, value, ts, step in _metric_points(metrics, curves, end_ms)]
         plist = [Param(k, _text(v, 5900)) for k, v in sorted(params.items())]
         for chunk in _chunks(plist, 100):
             retry(lambda: self.client.log_batch(rid, params=chunk, synchronous=True), "log params")
@@ -272,7 +282,17 @@ class Store:
         return rid
 
 
-def write_history_csv(history: List[Dict[str, Any]], path: Path) -> bool:
+def _metric_points(metrics: dict[str, float], curves: dict[str, list[tuple]],
+                   end_ms: int) -> list[tuple[str, float, int, int]]:
+    """Finite metric values as ``(key, value, timestamp_ms, step)``: the final metrics at step 0, then the curves."""
+    points = [(k, float(v), end_ms, 0) for k, v in metrics.items() if v is not None and math.isfinite(float(v))]
+    for key, curve in curves.items():
+        points.extend((key, float(v), int(ts), int(step)) for step, v, ts in curve
+                      if v is not None and math.isfinite(float(v)))
+    return points
+
+
+def write_history_csv(history: list[dict[str, Any]], path: Path) -> bool:
     """Write a convergence history as CSV.
 
     Columns: ``epoch, seconds, dual, primal, gap, kkt`` (those present, in
@@ -286,7 +306,7 @@ def write_history_csv(history: List[Dict[str, Any]], path: Path) -> bool:
     rows = [h for h in history or [] if isinstance(h, dict)]
     if not rows:
         return False
-    keys: List[str] = [c for c in HISTORY_COLUMNS if any(c in r for r in rows)]
+    keys: list[str] = [c for c in HISTORY_COLUMNS if any(c in r for r in rows)]
     for r in rows:
         keys.extend(k for k in r if k not in keys)
     with open(path, "w", newline="") as f:
@@ -297,14 +317,14 @@ def write_history_csv(history: List[Dict[str, Any]], path: Path) -> bool:
     return True
 
 
-def history_curves(history: List[Dict[str, Any]], start_ms: int) -> Dict[str, List[tuple]]:
+def history_curves(history: list[dict[str, Any]], start_ms: int) -> dict[str, list[tuple]]:
     """Turn a history into metric steps ``curve_<key>``.
 
     The step is the entry's ``epoch`` (else ``iteration``, else its index);
     every other numeric key becomes ``curve_<key>`` (``curve_gap``,
     ``curve_primal``, ``curve_dual``, ``curve_kkt``, ``curve_seconds``, ...).
     """
-    curves: Dict[str, List[tuple]] = {}
+    curves: dict[str, list[tuple]] = {}
     for i, h in enumerate(history or []):
         if not isinstance(h, dict):
             continue

@@ -21,33 +21,32 @@ of docs/contracts.md.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-import json
 import math
-import os
 import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Any, Dict, Optional, Tuple
+from typing import Any
 
 import numpy as np
 
-from . import scoring
+from baselines.base import Adapter, Budget, DivergedError
+from baselines.registry import get_adapter
+from baselines.registry import load_object as registry_load_object
+from baselines.threads import limit_threads
 
-MIB = 2**20
+from . import scoring
+from .atomic import write_json_atomic
+from .paths import repo_root
+from .record import MIB
+from .spec import TrialSpec
+
 WARMUP_ROWS = 256
+#: Test rows predicted by the warm-up.
+WARMUP_TEST_ROWS = 64
 
 
 # --------------------------------------------------------------------- helpers
-def _write_json(path: Path, payload: Dict[str, Any]) -> None:
-    tmp = Path(str(path) + ".tmp")
-    with open(tmp, "w") as f:
-        json.dump(payload, f, indent=1, default=_json_default)
-    os.replace(tmp, path)
-
-
 def _json_default(obj: Any) -> Any:
     if isinstance(obj, np.generic):
         return obj.item()
@@ -58,7 +57,7 @@ def _json_default(obj: Any) -> Any:
     return repr(obj)
 
 
-def rss_bytes() -> Tuple[int, int]:
+def rss_bytes() -> tuple[int, int]:
     """Return (current RSS, peak RSS so far) of this process in bytes (Linux /proc)."""
     cur = peak = 0
     try:
@@ -77,29 +76,11 @@ def rss_bytes() -> Tuple[int, int]:
 
 
 def load_object(ref: str) -> Any:
-    """Load ``"package.module:attr"`` or ``"path/to/file.py:attr"``.
+    """Load ``"package.module:attr"`` or ``"path/to/file.py:attr"`` (relative paths from the repository root).
 
-    Relative file paths are taken from the repository root.
+    See :func:`baselines.registry.load_object`.
     """
-    target, _, attr = ref.rpartition(":")
-    if not target or not attr:
-        raise ValueError(f"expected 'module:attr' or 'file.py:attr', got {ref!r}")
-    if target.endswith(".py"):
-        path = Path(target)
-        if not path.is_absolute():
-            from .paths import repo_root
-
-            path = repo_root() / path
-        name = "_joker_bench_ext_" + path.stem
-        spec = importlib.util.spec_from_file_location(name, path)
-        if spec is None or spec.loader is None:
-            raise ImportError(f"cannot load {path}")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    else:
-        module = importlib.import_module(target)
-    return getattr(module, attr)
+    return registry_load_object(ref, root=repo_root())
 
 
 class Progress:
@@ -110,20 +91,11 @@ class Progress:
         self.t0 = time.perf_counter()
 
     def __call__(self, phase: str) -> None:
-        _write_json(self.path, {"phase": phase, "seconds": time.perf_counter() - self.t0})
+        write_json_atomic(self.path, {"phase": phase, "seconds": time.perf_counter() - self.t0},
+                          default=_json_default)
 
 
-class _Budget:
-    """Stand-in for ``baselines.base.Budget`` when that module is absent."""
-
-    def __init__(self, name: str, host_bytes: int, gpu_bytes: int) -> None:
-        self.name, self.host_bytes, self.gpu_bytes = name, host_bytes, gpu_bytes
-
-    def __repr__(self) -> str:
-        return f"Budget({self.name!r}, {self.host_bytes}, {self.gpu_bytes})"
-
-
-def make_budget(spec: Dict[str, Any], rss_now: int) -> Any:
+def make_budget(spec: TrialSpec, rss_now: int) -> Budget:
     """Build the Budget handed to ``adapter.plan``.
 
     The host share is the budget minus what the process already holds
@@ -133,77 +105,47 @@ def make_budget(spec: Dict[str, Any], rss_now: int) -> Any:
 
     Parameters
     ----------
-    spec : dict
-        The trial spec.
+    spec : TrialSpec
     rss_now : int
         Current RSS of this process in bytes.
 
     Returns
     -------
-    baselines.base.Budget or a stand-in with the same fields (bytes).
+    baselines.base.Budget
+        Sizes in bytes.
     """
-    b = spec["budget"]
-    if b.get("host_mib") is not None:  # at least 1 MiB: the peak will judge the trial
-        host = max(MIB, int(b["host_mib"]) * MIB - rss_now)
+    b = spec.budget
+    if b.host_bytes is not None:  # at least 1 MiB: the peak will judge the trial
+        host = max(MIB, b.host_bytes - rss_now)
     else:
         import psutil
 
         host = int(psutil.virtual_memory().available)
-    gpu = 0
-    if b.get("gpu_mib") is not None:
-        gpu = int(b["gpu_mib"]) * MIB
-    elif str(spec.get("device", "cpu")).startswith("cuda"):
+    gpu = b.gpu_bytes or 0
+    if b.gpu_bytes is None and spec.device.is_cuda:
         try:
             import torch
 
-            gpu = int(torch.cuda.get_device_properties(_cuda_index(spec["device"])).total_memory)
-        except Exception:
+            gpu = int(torch.cuda.get_device_properties(spec.device.ordinal).total_memory)
+        except Exception:  # no usable CUDA here: the adapter's own check reports it
             gpu = 0
-    try:
-        from baselines.base import Budget
-    except Exception:
-        Budget = _Budget
-    return Budget(b["name"], host, gpu)
+    return Budget(b.name, host, gpu)
 
 
-def _cuda_index(device: str) -> int:
-    return int(device.split(":", 1)[1]) if ":" in device else 0
+def _adapter_class(spec: TrialSpec) -> type[Adapter]:
+    """The registry's class for the solver id, or the test-only ``method.adapter`` reference."""
+    if spec.method.adapter:
+        return load_object(spec.method.adapter)
+    return get_adapter(spec.method.name)
 
 
-def limit_threads(n: int) -> Dict[str, Any]:
-    """Apply the thread count to the runtimes loaded so far; return what was set."""
-    info: Dict[str, Any] = {"threads": n}
-    try:
-        from threadpoolctl import threadpool_limits
-
-        threadpool_limits(n)
-    except Exception:
-        pass
-    if "torch" in sys.modules:
-        torch = sys.modules["torch"]
-        torch.set_num_threads(n)
-        info["torch_threads"] = torch.get_num_threads()
-    return info
-
-
-def _adapter_class(method: Dict[str, Any]) -> Any:
-    if method.get("adapter"):
-        return load_object(method["adapter"])
-    from joker.bench.methods import get_adapter
-
-    return get_adapter(method["name"])
-
-
-def _load_data(spec: Dict[str, Any]) -> Any:
-    ds = spec["dataset"]
-    loader = load_object(ds["loader"]) if ds.get("loader") else None
+def _load_data(spec: TrialSpec) -> Any:
+    ds = spec.dataset
+    loader = load_object(ds.loader) if ds.loader else None
     if loader is None:
         from joker.data import load_dataset as loader
-    return loader(
-        ds["name"], n_train=ds.get("n_train"), n_test=ds.get("n_test"),
-        subset=ds.get("subset", "random"), seed=spec.get("data_seed", 0),
-        dtype=spec["method"]["dtype"],
-    )
+    return loader(ds.name, n_train=ds.n_train, n_test=ds.n_test, subset=ds.subset,
+                  seed=spec.data_seed, dtype=spec.method.dtype)
 
 
 def _median_sigma(X: np.ndarray) -> float:
@@ -223,24 +165,13 @@ def _warmup_rows(y: np.ndarray, task: str, m: int) -> np.ndarray:
     return np.sort(idx)
 
 
-def _call(obj: Any, name: str, *args: Any, default: Any = None) -> Any:
-    fn = getattr(obj, name, None)
-    return fn(*args) if callable(fn) else default
-
-
-def _pair(value: Any) -> Tuple[bool, str]:
-    if isinstance(value, tuple):
-        return bool(value[0]), str(value[1] if len(value) > 1 else "")
-    return bool(value), ""
-
-
 def _sync_cuda() -> None:
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
         torch.cuda.synchronize()
 
 
-def convergence_metrics(conv: Dict[str, Any]) -> Dict[str, float]:
+def convergence_metrics(conv: dict[str, Any]) -> dict[str, float]:
     """Extract the certificate metrics from an adapter's ``convergence()``.
 
     Parameters
@@ -268,7 +199,7 @@ def convergence_metrics(conv: Dict[str, Any]) -> Dict[str, float]:
         "dual": ("dual",),
         "n_epochs": ("n_epochs", "epoch"),
     }
-    out: Dict[str, float] = {}
+    out: dict[str, float] = {}
     if "gap" in str(conv.get("signal", "")).lower() and conv.get("dual_gap") is None:
         conv = {**conv, "dual_gap": conv.get("final")}  # Joker: the signal is the gap
     for metric, names in keys.items():
@@ -296,162 +227,182 @@ def convergence_metrics(conv: Dict[str, Any]) -> Dict[str, float]:
 
 
 # ------------------------------------------------------------------- the trial
-def run(spec: Dict[str, Any], progress: Progress, res: Dict[str, Any]) -> Dict[str, Any]:
-    """Run one trial, filling ``res`` as it goes; return it (raises on failure).
+class _Skip(Exception):
+    """The trial cannot run here (library missing, task unsupported): recorded ``skipped``."""
 
-    ``res`` starts as ``{"status": "ok", "reason": "", "metrics": {}}``; what
-    was measured before a failure stays in it.
-    """
-    method, dset = spec["method"], spec["dataset"]
-    task = dset["task"]
-    threads = int(spec["threads"])
-    res["thread_info"] = limit_threads(threads)
 
-    progress("import")
-    cls = _adapter_class(method)
-    ok, reason = _pair(_call(cls, "available", default=(True, "")))
+def _check_runnable(spec: TrialSpec) -> type[Adapter]:
+    """Import the adapter class; raise :class:`_Skip` when its library or a loss is missing."""
+    cls = _adapter_class(spec)
+    ok, reason = cls.available()
     if not ok:
-        return _end(res, "skipped", reason or f"{method['name']} is not available")
-    if not method.get("loss"):
-        return _end(res, "skipped", f"{method['name']} has no loss configured for task {task}")
+        raise _Skip(reason or f"{spec.method.name} is not available")
+    if not spec.method.loss:
+        raise _Skip(f"{spec.method.name} has no loss configured for task {spec.dataset.task}")
+    return cls
 
-    progress("load")
+
+def _load(spec: TrialSpec, cls: type[Adapter], res: dict[str, Any]) -> Any:
+    """Load the data (untimed, ``load_seconds``), check the task and that the adapter supports it."""
     t = time.perf_counter()
     ds = _load_data(spec)
     res["load_seconds"] = time.perf_counter() - t
-    X, y, Xt, yt = ds.X_train, ds.y_train, ds.X_test, ds.y_test
+    task = spec.dataset.task
     if getattr(ds, "task", task) != task:
-        raise ValueError(f"dataset {dset['name']} is {ds.task}, the config says {task}")
-    n, d = X.shape
-    m = res["metrics"]
-    m.update(n_train=float(n), n_test=float(len(yt)), n_features=float(d))
+        raise ValueError(f"dataset {spec.dataset.name} is {ds.task}, the config says {task}")
+    n, d = ds.X_train.shape
+    res["metrics"].update(n_train=float(n), n_test=float(len(ds.y_test)), n_features=float(d))
     res["data_source"] = getattr(ds, "source", None)
-    classes = np.unique(y) if task != "regression" else None
-    n_classes = len(classes) if classes is not None else None
-    ok, reason = _pair(_call(cls, "supports", task, n_classes, default=(True, "")))
+    n_classes = None if task == "regression" else len(np.unique(ds.y_train))
+    ok, reason = cls.supports(task, n_classes)
     if not ok:
-        return _end(res, "skipped", reason or f"{method['name']} does not support {task}")
+        raise _Skip(reason or f"{spec.method.name} does not support {task}")
+    return ds
 
-    progress("warmup")
+
+def _adapter_kwargs(spec: TrialSpec, sigma: float) -> dict[str, Any]:
+    """Constructor arguments of the adapter (the contract's ``__init__``)."""
+    m = spec.method
+    return dict(task=spec.dataset.task, loss=m.loss, kernel=m.kernel, sigma=sigma, lam=spec.lam,
+                seed=spec.seed, dtype=m.dtype, device=str(spec.device), n_threads=spec.threads, **m.options)
+
+
+def _warm_up(spec: TrialSpec, cls: type[Adapter], ds: Any, kwargs: dict[str, Any], res: dict[str, Any]) -> None:
+    """An untimed fit and predict on a few rows (imports, JIT, allocator); a failure is only noted."""
+    if not spec.method.warmup:
+        return
+    try:
+        rows = _warmup_rows(ds.y_train, spec.dataset.task, WARMUP_ROWS)
+        w = cls(**kwargs)
+        w.plan(make_budget(spec, rss_bytes()[0]), len(rows), ds.X_train.shape[1])
+        w.fit(ds.X_train[rows], ds.y_train[rows])
+        w.predict(ds.X_test[:WARMUP_TEST_ROWS])
+    except Exception as exc:  # the timed fit will tell; keep the note
+        res["warmup_error"] = f"{type(exc).__name__}: {exc}"
+
+
+def _timed(fn: Any, *args: Any) -> tuple[Any, float]:
+    """Call ``fn(*args)``, wait for CUDA; return (value, seconds)."""
     t = time.perf_counter()
-    sigma = spec["sigma"]
-    if sigma == "median":
-        sigma = _median_sigma(X)
-    res["sigma_value"] = float(sigma)
-    kwargs = dict(
-        task=task, loss=method["loss"], kernel=method["kernel"], sigma=float(sigma),
-        lam=float(spec["lam"]), seed=int(spec["seed"]), dtype=method["dtype"],
-        device=spec["device"], n_threads=threads, **(method.get("options") or {}),
-    )
-    if str(spec["device"]).startswith("cuda") and spec["budget"].get("gpu_mib"):
-        _torch_memory_fraction(spec)
-    if method.get("warmup", True):
-        try:
-            rows = _warmup_rows(y, task, WARMUP_ROWS)
-            w = cls(**kwargs)
-            _call(w, "plan", make_budget(spec, rss_bytes()[0]), len(rows), d)
-            w.fit(X[rows], y[rows])
-            w.predict(Xt[: min(len(yt), 64)])
-            del w
-        except Exception as exc:  # the timed fit will tell; keep the note
-            res["warmup_error"] = f"{type(exc).__name__}: {exc}"
-    res["thread_info"] = limit_threads(threads)
-    res["warmup_seconds"] = time.perf_counter() - t
-
-    adapter = cls(**kwargs)
-    rss_now, peak_before = rss_bytes()
-    budget = make_budget(spec, rss_now)
-    res["fit_budget"] = {"name": getattr(budget, "name", None),
-                         "host_bytes": getattr(budget, "host_bytes", None),
-                         "gpu_bytes": getattr(budget, "gpu_bytes", None)}
-    plan = _call(adapter, "plan", budget, n, d, default=None)
-    res["plan"] = dict(plan) if isinstance(plan, dict) else {}
-    m["baseline_rss_mib"] = peak_before / MIB
-
-    progress("fit")
-    t = time.perf_counter()
-    adapter.fit(X, y)
+    value = fn(*args)
     _sync_cuda()
-    m["fit_seconds"] = time.perf_counter() - t
+    return value, time.perf_counter() - t
 
-    progress("predict")
-    t = time.perf_counter()
-    y_pred = adapter.predict(Xt)
-    _sync_cuda()
-    m["predict_seconds"] = time.perf_counter() - t
 
-    progress("metrics")
-    y_pred = np.asarray(y_pred)
-    conv = _call(adapter, "convergence", default=None) or {}
-    res["convergence"] = conv
-    res["describe"] = _call(adapter, "describe", default=None) or {}
+def _score(spec: TrialSpec, adapter: Adapter, ds: Any, y_pred: np.ndarray, res: dict[str, Any]) -> None:
+    """Test metrics, the convergence record and describe(); the status when they say it failed."""
+    m = res["metrics"]
+    conv = adapter.convergence()
+    res["convergence"], res["describe"] = conv, adapter.describe()
     m.update(convergence_metrics(conv))
-    if task == "regression":
+    if spec.dataset.task == "regression":
         if not np.all(np.isfinite(y_pred.astype(np.float64))):
-            return _end(res, "error", "non-finite predictions")
-        m.update(scoring.regression_metrics(yt, y_pred))
+            raise _Failed("error", "non-finite predictions")
+        m.update(scoring.regression_metrics(ds.y_test, y_pred))
     else:
-        scores = _call(adapter, "decision_function", Xt, default=None)
-        if scores is not None:
-            scores = np.asarray(scores, dtype=np.float64)
-            if not np.all(np.isfinite(scores)):
-                return _end(res, "error", "non-finite decision function")
-        m.update(scoring.classification_metrics(yt, y_pred, scores, classes))
+        scores = np.asarray(adapter.decision_function(ds.X_test), dtype=np.float64)
+        if not np.all(np.isfinite(scores)):
+            raise _Failed("error", "non-finite decision function")
+        classes = np.unique(ds.y_train)
+        m.update(scoring.classification_metrics(ds.y_test, y_pred, scores, classes))
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
         m["torch_peak_gpu_mib"] = torch.cuda.max_memory_allocated() / MIB
         m["torch_reserved_gpu_mib"] = torch.cuda.max_memory_reserved() / MIB
     if conv.get("diverged"):
-        return _end(res, "diverged", conv.get("reason") or "diverged")
+        raise _Failed("diverged", conv.get("reason") or "diverged")
+
+
+class _Failed(Exception):
+    """The trial ran but its outcome is a failure status (``error``, ``diverged``) with a reason."""
+
+    def __init__(self, status: str, reason: str) -> None:
+        super().__init__(reason)
+        self.status, self.reason = status, reason
+
+
+def run(spec: TrialSpec, progress: Progress, res: dict[str, Any]) -> dict[str, Any]:
+    """Run one trial, filling ``res`` as it goes; return it (raises on failure).
+
+    ``res`` starts as ``{"status": "ok", "reason": "", "metrics": {}}``; what
+    was measured before a failure stays in it. The phases are written to
+    ``progress.json`` (module docstring).
+    """
+    res["thread_info"] = limit_threads(spec.threads)
+    try:
+        progress("import")
+        cls = _check_runnable(spec)
+        progress("load")
+        ds = _load(spec, cls, res)
+        progress("warmup")
+        t = time.perf_counter()
+        sigma = _median_sigma(ds.X_train) if spec.sigma == "median" else float(spec.sigma)
+        res["sigma_value"] = sigma
+        kwargs = _adapter_kwargs(spec, sigma)
+        if spec.device.is_cuda and spec.budget.gpu_bytes:
+            _torch_memory_fraction(spec)
+        _warm_up(spec, cls, ds, kwargs, res)
+        res["thread_info"] = limit_threads(spec.threads)
+        res["warmup_seconds"] = time.perf_counter() - t
+
+        adapter = cls(**kwargs)
+        rss_now, peak_before = rss_bytes()
+        budget = make_budget(spec, rss_now)
+        res["fit_budget"] = {"name": budget.name, "host_bytes": budget.host_bytes, "gpu_bytes": budget.gpu_bytes}
+        res["plan"] = dict(adapter.plan(budget, *ds.X_train.shape))
+        res["metrics"]["baseline_rss_mib"] = peak_before / MIB
+        progress("fit")
+        _, res["metrics"]["fit_seconds"] = _timed(adapter.fit, ds.X_train, ds.y_train)
+        progress("predict")
+        y_pred, res["metrics"]["predict_seconds"] = _timed(adapter.predict, ds.X_test)
+        progress("metrics")
+        _score(spec, adapter, ds, np.asarray(y_pred), res)
+    except _Skip as why:
+        res.update(status="skipped", reason=str(why))
+    except _Failed as failed:
+        res.update(status=failed.status, reason=failed.reason)
     return res
 
 
-def _end(res: Dict[str, Any], status: str, reason: str) -> Dict[str, Any]:
-    res.update(status=status, reason=reason)
-    return res
-
-
-def _torch_memory_fraction(spec: Dict[str, Any]) -> None:
+def _torch_memory_fraction(spec: TrialSpec) -> None:
     """Cap torch's CUDA allocator at the GPU budget (torch-based methods)."""
     try:
         import torch
 
-        idx = _cuda_index(spec["device"])
+        idx = spec.device.ordinal
         total = torch.cuda.get_device_properties(idx).total_memory
-        frac = min(1.0, spec["budget"]["gpu_mib"] * MIB / total)
-        torch.cuda.set_per_process_memory_fraction(frac, idx)
-    except Exception:
+        torch.cuda.set_per_process_memory_fraction(min(1.0, spec.budget.gpu_bytes / total), idx)
+    except Exception:  # no usable CUDA: the adapter reports it when it fits
         pass
 
 
-def _failure(exc: BaseException) -> Dict[str, str]:
+def _failure(exc: BaseException) -> dict[str, str]:
     """Map an exception to (status, reason)."""
     name = type(exc).__name__
     text = f"{name}: {exc}".strip()
-    if name == "DivergedError":
+    if isinstance(exc, DivergedError):
         return {"status": "diverged", "reason": str(exc) or name}
     if isinstance(exc, MemoryError) or name == "OutOfMemoryError" or "out of memory" in str(exc).lower():
         return {"status": "oom", "reason": text}
     return {"status": "error", "reason": text}
 
 
-def main(argv: Optional[list] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     """Entry point: run the spec, always write the result; return 0."""
     argv = sys.argv if argv is None else argv
     spec_path, result_path = Path(argv[1]), Path(argv[2])
-    spec = json.loads(spec_path.read_text())
     progress = Progress(result_path.with_name("progress.json"))
     t0 = time.perf_counter()
-    result: Dict[str, Any] = {"status": "ok", "reason": "", "metrics": {}}
+    result: dict[str, Any] = {"status": "ok", "reason": "", "metrics": {}}
     try:
-        run(spec, progress, result)
+        run(TrialSpec.from_json(spec_path.read_text()), progress, result)
     except Exception as exc:  # a failed trial is a result
         traceback.print_exc()
         result.update(_failure(exc))
     result["wall_seconds"] = time.perf_counter() - t0
     result["child_peak_rss_mib"] = rss_bytes()[1] / MIB
     result["heavy_modules"] = sorted(m for m in ("mlflow", "hydra", "pandas") if m in sys.modules)
-    _write_json(result_path, result)
+    write_json_atomic(result_path, result, default=_json_default)
     sys.stdout.flush()
     sys.stderr.flush()
     return 0

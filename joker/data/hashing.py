@@ -11,7 +11,7 @@ import json
 import os
 from pathlib import Path
 
-__all__ = ["sha256_file", "file_sha256"]
+__all__ = ["sha256_file", "memo_sha256"]
 
 _CHUNK = 1 << 22
 
@@ -46,7 +46,7 @@ def sha256_file(path, chunk_size: int = _CHUNK) -> str:
     return h.hexdigest()
 
 
-def file_sha256(path, home) -> str:
+def memo_sha256(path, home) -> str:
     """sha256 of a file, served from a memo when size and mtime are unchanged.
 
     Parameters

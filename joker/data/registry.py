@@ -195,19 +195,6 @@ class DatasetSpec:
         if self.split == "permutation" and not self.train_fraction:
             raise ValueError(f"{self.name}: permutation split needs train_fraction")
 
-    def files_for(self, role: str) -> tuple:
-        """Files holding one role of the split.
-
-        Parameters
-        ----------
-        role : {"train", "test", "all"}
-
-        Returns
-        -------
-        tuple of FileSpec
-        """
-        return tuple(f for f in self.files if f.role == role)
-
     @property
     def roles(self) -> tuple:
         """tuple of str: the roles present, train before test."""

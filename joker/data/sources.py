@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import ChecksumError, DownloadError
-from .hashing import file_sha256
+from .hashing import memo_sha256
 
 __all__ = ["Located", "data_home", "mirror_dirs", "offline", "locate",
            "find_local", "expected_sha256"]
@@ -136,7 +136,7 @@ def expected_sha256(fspec, name: str, *, mirror_root: Path | None = None,
 
 
 def _check(path: Path, expected: tuple, origin: str, home: Path) -> tuple:
-    digest = file_sha256(path, home)
+    digest = memo_sha256(path, home)
     if expected and digest not in expected:
         raise ChecksumError(path, expected, digest, origin=origin)
     return digest, bool(expected)
@@ -238,6 +238,6 @@ def locate(spec, fspec, *, download: bool = True, progress: bool = True) -> Loca
         except Exception as exc:  # network errors of every kind: try the next URL
             failures.append(f"{src.url} ({type(exc).__name__}: {exc})")
             continue
-        digest = file_sha256(dest, home)
+        digest = memo_sha256(dest, home)
         return Located(dest, "download", digest, src.filename in fspec.sha256, url=src.url)
     raise DownloadError(f"{where}; every URL failed: " + "; ".join(failures))

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from baselines.base import Adapter, Budget
-from joker.bench.methods import METHODS
+from baselines import METHODS
 
 #: The contract test's budget: 256 MiB host, no GPU.
 BUDGET_256 = Budget.from_mib("contract-256mib", 256)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from adapterutil import require
-from joker.bench.methods import get_adapter
+from baselines import get_adapter
 
 N = 1000
 LAM = 1.0

@@ -14,7 +14,7 @@ import pytest
 
 from adapterutil import BUDGET_256, CONTRACT_CASES, contract_adapter, require
 from baselines.base import AdapterError, Budget
-from joker.bench.methods import METHODS
+from baselines import METHODS
 
 DESCRIBE_KEYS = {"method", "library", "version", "task", "loss", "kernel", "sigma", "lam", "seed", "dtype",
                  "device", "n_threads", "options", "plan", "conversions"}

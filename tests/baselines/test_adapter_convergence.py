@@ -7,7 +7,7 @@ import pytest
 
 from adapterutil import require
 from baselines.thundersvm import parse_thundersvm_log
-from joker.bench.methods import get_adapter
+from baselines import get_adapter
 
 N = 600
 

@@ -13,7 +13,7 @@ import pytest
 
 from adapterutil import contract_adapter, require
 from baselines.base import AdapterError, Budget, DivergedError, trivial_predictor_check
-from joker.bench.methods import METHODS, get_adapter
+from baselines import METHODS, get_adapter
 
 N = 200
 

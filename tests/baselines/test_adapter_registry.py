@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from baselines import BASELINES
+from baselines import METHODS, get_adapter, register
 from baselines.base import Adapter
-from joker.bench.methods import METHODS, get_adapter
+from baselines.registry import ADAPTERS
 
 REPO = Path(__file__).resolve().parents[2]
 IDS = ["joker-exact", "joker-inexact", "falkon", "logfalkon", "eigenpro3", "thundersvm", "libsvm"]
@@ -18,9 +18,39 @@ IDS = ["joker-exact", "joker-inexact", "falkon", "logfalkon", "eigenpro3", "thun
 
 def test_every_solver_id_is_registered():
     assert list(METHODS) == IDS
-    assert set(BASELINES) == set(IDS) - {"joker-exact", "joker-inexact"}
     for name, cls in METHODS.items():
         assert issubclass(cls, Adapter) and cls.name == name
+
+
+def test_joker_adapter_takes_losses_and_kernels_from_the_solver():
+    from joker.kernels import KERNELS
+    from joker.losses import CLASSIFICATION_LOSSES, REGRESSION_LOSSES
+
+    cls = METHODS["joker-exact"]
+    assert cls.losses["regression"] == ("squared", "huber", "epsilon_insensitive")
+    assert cls.losses["binary"] == tuple(CLASSIFICATION_LOSSES) == cls.losses["multiclass"]
+    assert set(cls.losses["regression"]) == set(REGRESSION_LOSSES) and cls.kernels == tuple(KERNELS)
+
+
+def test_contract_is_abstract():
+    class Half(Adapter):
+        name = "half"
+
+        def _plan(self, budget, n, d):
+            return {"est_bytes": 0}
+
+    with pytest.raises(TypeError, match="abstract"):
+        Half(task="regression", loss="squared", sigma=1.0, lam=1.0)
+
+
+def test_register_adds_an_id_and_refuses_a_clash(monkeypatch):
+    monkeypatch.setitem(ADAPTERS, "libsvm-again", "baselines.libsvm:LibSVMAdapter")
+    with pytest.raises(TypeError, match="whose name is 'libsvm-again'"):
+        METHODS["libsvm-again"]
+    with pytest.raises(ValueError, match="already registered to baselines.libsvm:LibSVMAdapter"):
+        register("libsvm", "baselines.falkon:FalkonAdapter")
+    with pytest.raises(ValueError, match="must be 'module:class'"):
+        register("x", "baselines.libsvm")
 
 
 def test_get_adapter_class_instance_and_unknown():
@@ -32,7 +62,7 @@ def test_get_adapter_class_instance_and_unknown():
 
 
 def test_import_loads_no_solver_library():
-    code = ("import sys, joker.bench.methods, baselines; "
+    code = ("import sys, joker.bench.methods, baselines, baselines.registry; "
             "heavy = [m for m in ('torch', 'falkon', 'eigenpro3', 'thundersvm', 'sklearn', 'scipy') "
             "if m in sys.modules]; "
             "print(heavy); sys.exit(1 if heavy else 0)")

@@ -16,7 +16,7 @@ import pytest
 
 from adapterutil import require
 from baselines.base import DivergedError
-from joker.bench.methods import get_adapter
+from baselines import get_adapter
 
 SIGMA_SKIN = 1.9595  # anchors.md: median heuristic on the standardised Skin training set
 N_TRAIN, M, PENALTY = 10_000, 1_000, 1e-10

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from adapterutil import require
-from joker.bench.methods import METHODS, get_adapter
+from baselines import METHODS, get_adapter
 
 REGRESSION = {  # solver id -> (loss, options)
     "joker-exact": ("squared", {}),

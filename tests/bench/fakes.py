@@ -2,8 +2,8 @@
 
 They are wired in through ``tests/bench/conf`` (method ``_test_*`` and
 dataset ``_test_tiny``) with ``--config-dir tests/bench/conf``; nothing
-under ``conf/`` lists them. They follow the adapter API of
-docs/contracts.md by duck typing (numpy only: a light child process).
+under ``conf/`` lists them. The adapters subclass the contract
+(``baselines.base.Adapter``; numpy only: a light child process).
 """
 
 import os
@@ -12,6 +12,8 @@ import time
 from types import SimpleNamespace
 
 import numpy as np
+
+from baselines.base import Adapter
 
 MIB = 2**20
 
@@ -29,8 +31,8 @@ def load_tiny(name, n_train=None, n_test=None, subset="random", seed=0, dtype="f
     )
 
 
-class FakeAdapter:
-    """Does what ``behaviour`` says during fit.
+class FakeAdapter(Adapter):
+    """Does what ``behaviour`` says during fit (a subclass of the real contract).
 
     behaviour: ``none`` (a linear rule), ``sleep`` (``seconds``), ``sigkill``
     (kills its own process), ``raise`` (RuntimeError with ``message``),
@@ -38,51 +40,35 @@ class FakeAdapter:
     """
 
     name = "_test_fake"
+    module = "numpy"
+    losses = {"binary": ("hinge",), "regression": ("squared",)}
+    option_defaults = {"behaviour": "none", "seconds": 0.0, "mib": 0, "message": "deliberate failure"}
+    signal = "none"
 
-    def __init__(self, *, task, loss, kernel="gaussian", sigma=1.0, lam=1.0, seed=0,
-                 dtype="float64", device="cpu", n_threads=1, behaviour="none",
-                 seconds=0.0, mib=0, message="deliberate failure"):
-        self.behaviour, self.seconds, self.mib, self.message = behaviour, seconds, mib, message
-        self.plan_ = {}
+    def _plan(self, budget, n, d):
+        return {"block_size": min(n, 64), "est_bytes": 0}
 
-    @classmethod
-    def available(cls):
-        return True, ""
-
-    @classmethod
-    def supports(cls, task, n_classes):
-        return True, ""
-
-    def plan(self, budget, n, d):
-        self.plan_ = {"block_size": min(n, 64), "host_bytes": int(budget.host_bytes)}
-        return self.plan_
-
-    def fit(self, X, y):
-        b = self.behaviour
+    def _fit(self, X, target):
+        b = self.options["behaviour"]
         if b == "sleep":
-            time.sleep(self.seconds)
+            time.sleep(self.options["seconds"])
         elif b == "sigkill":
             os.kill(os.getpid(), signal.SIGKILL)
         elif b == "raise":
-            raise RuntimeError(self.message)
+            raise RuntimeError(self.options["message"])
         elif b == "alloc":
-            self._hold = np.ones(int(self.mib * MIB) // 8)  # touched pages: resident
-        self.classes_ = np.unique(y)
-        return self
+            self._hold = np.ones(int(self.options["mib"] * MIB) // 8)  # touched pages: resident
 
-    def decision_function(self, X):
+    def _decision(self, X):
         return X[:, 0] + 0.5 * X[:, 1]
 
-    def predict(self, X):
-        return np.where(self.decision_function(X) > 0, self.classes_[-1], self.classes_[0])
+    def _describe(self):
+        return {"behaviour": self.options["behaviour"]}
 
-    def describe(self):
-        return {"library": "fake", "version": "0", "behaviour": self.behaviour}
-
-    def convergence(self):
-        diverged = self.behaviour == "diverge"
+    def _convergence(self):
+        diverged = self.options["behaviour"] == "diverge"
         return {
-            "signal": "none", "converged": not diverged, "diverged": diverged,
+            "converged": not diverged, "diverged": diverged,
             "reason": "fake divergence" if diverged else "",
             "history": [{"epoch": 1, "seconds": 0.0, "gap": 0.5}, {"epoch": 2, "seconds": 0.1, "gap": 0.1}],
             "final": 0.1,
@@ -93,7 +79,4 @@ class MissingAdapter(FakeAdapter):
     """An adapter whose upstream library is not installed."""
 
     name = "_test_missing"
-
-    @classmethod
-    def available(cls):
-        return False, "fakelib is not installed"
+    module = "fakelib"

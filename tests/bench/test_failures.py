@@ -110,7 +110,8 @@ def test_contract_record_of_an_ok_trial(failures):
         assert key in m, key
     assert m["n_train"] == 200 and m["test_accuracy"] == 1.0
     assert p["method.name"] == "_test_ok" and p["dataset.name"] == "_test_tiny"
-    assert p["budget.host_mib"] == "400" and p["plan.block_size"] == "64"
+    assert p["budget.host_bytes"] == str(400 * 2**20) and p["plan.block_size"] == "64"
+    assert t["record_schema"] == "2"
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(tracking_uri=uri)

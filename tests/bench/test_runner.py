@@ -28,7 +28,7 @@ def _spec(tmp_path, behaviour="none", timeout=30.0, threads=2, **options):
         "method": {"name": "_test", "loss": "hinge", "kernel": "gaussian", "dtype": "float64",
                    "options": {"behaviour": behaviour, **options},
                    "adapter": f"{FAKES}:FakeAdapter", "warmup": False},
-        "budget": {"name": "u", "host_mib": None, "gpu_mib": None, "kill_factor": None},
+        "budget": {"name": "u", "host_bytes": None, "gpu_bytes": None, "kill_factor": None},
     }
     path = tmp_path / "spec.json"
     path.write_text(json.dumps(spec))

@@ -25,9 +25,9 @@ def test_every_group_option_composes():
         for ds in ("hepc", "higgs-head", "ijcnn1", "skin", "a9a", "msd", "susy", "higgs", "cifar5m"):
             for m in METHODS:
                 spec = resolve_trial(compose("table4", [f"dataset={ds}", f"method={m}"]))
-                assert spec["dataset"]["name"] == ds and spec["method"]["name"] == m
+                assert spec.dataset.name == ds and spec.method.name == m
         for b in ("cpu-1g", "cpu-4g", "cpu-16g", "gpu-2g", "gpu-10g", "unlimited"):
-            assert resolve_trial(compose("smoke", [f"budget={b}"]))["budget"]["name"] == b
+            assert resolve_trial(compose("smoke", [f"budget={b}"])).budget.name == b
 
 
 def test_group_listing_has_no_test_hooks():
@@ -51,22 +51,22 @@ def test_typos_and_wrong_types_are_rejected_at_compose_time(override):
 
 def test_sizes_follow_scale_and_explicit_sizes_win():
     spec = resolve_trial(_compose("smoke", ["dataset=hepc"]))
-    assert (spec["dataset"]["n_train"], spec["dataset"]["n_test"]) == (5000, 1000)
+    assert (spec.dataset.n_train, spec.dataset.n_test) == (5000, 1000)
     spec = resolve_trial(_compose("table4", ["dataset=hepc"]))
-    assert spec["scale"] == "local" and spec["dataset"]["n_train"] == 20000
+    assert spec.scale == "local" and spec.dataset.n_train == 20000
     spec = resolve_trial(_compose("table4", ["dataset=hepc", "scale=paper"]))
-    assert spec["dataset"]["n_train"] is None
+    assert spec.dataset.n_train is None
     spec = resolve_trial(_compose("smoke", ["dataset=hepc", "dataset.n_train=123"]))
-    assert spec["dataset"]["n_train"] == 123 and spec["dataset"]["n_test"] == 1000
+    assert spec.dataset.n_train == 123 and spec.dataset.n_test == 1000
 
 
 def test_loss_defaults_per_task():
-    assert resolve_trial(_compose("smoke", ["dataset=hepc", "method=joker-exact"]))["method"]["loss"] == "squared"
-    assert resolve_trial(_compose("smoke", ["dataset=higgs-head", "method=joker-exact"]))["method"]["loss"] == "squared_hinge"
-    assert resolve_trial(_compose("smoke", ["dataset=higgs-head", "method=libsvm"]))["method"]["loss"] == "hinge"
-    assert resolve_trial(_compose("smoke", ["dataset=hepc", "method=libsvm"]))["method"]["loss"] == "epsilon_insensitive"
-    assert resolve_trial(_compose("smoke", ["dataset=hepc", "method=logfalkon"]))["method"]["loss"] is None
-    assert resolve_trial(_compose("smoke", ["method=joker-exact", "method.loss=logistic"]))["method"]["loss"] == "logistic"
+    assert resolve_trial(_compose("smoke", ["dataset=hepc", "method=joker-exact"])).method.loss == "squared"
+    assert resolve_trial(_compose("smoke", ["dataset=higgs-head", "method=joker-exact"])).method.loss == "squared_hinge"
+    assert resolve_trial(_compose("smoke", ["dataset=higgs-head", "method=libsvm"])).method.loss == "hinge"
+    assert resolve_trial(_compose("smoke", ["dataset=hepc", "method=libsvm"])).method.loss == "epsilon_insensitive"
+    assert resolve_trial(_compose("smoke", ["dataset=hepc", "method=logfalkon"])).method.loss is None
+    assert resolve_trial(_compose("smoke", ["method=joker-exact", "method.loss=logistic"])).method.loss == "logistic"
 
 
 def test_setting_precedence_method_dataset_sweep():
@@ -77,10 +77,10 @@ def test_setting_precedence_method_dataset_sweep():
     ])
     spec = resolve_trial(cfg)
     # sweep-wide settings (smoke.yaml) win over the dataset's, which win over the method's
-    assert spec["method"]["options"]["n_components"] == 1024
-    assert spec["method"]["options"]["max_epochs"] == 20
-    assert spec["method"]["options"]["tol"] == 1e-3
-    assert spec["lam"] == 0.5
+    assert spec.method.options["n_components"] == 1024
+    assert spec.method.options["max_epochs"] == 20
+    assert spec.method.options["tol"] == 1e-3
+    assert spec.lam == 0.5
 
 
 def test_unknown_setting_key_is_an_error():
@@ -91,8 +91,8 @@ def test_unknown_setting_key_is_an_error():
 
 def test_sigma_values():
     assert parse_sigma("median") == "median" and parse_sigma(2) == 2.0
-    assert resolve_trial(_compose("smoke", ["dataset=a9a"]))["sigma"] == "median"
-    assert resolve_trial(_compose("smoke", ["dataset=hepc"]))["sigma"] == 3.9086
+    assert resolve_trial(_compose("smoke", ["dataset=a9a"])).sigma == "median"
+    assert resolve_trial(_compose("smoke", ["dataset=hepc"])).sigma == 3.9086
     for bad in ("medain", -1.0, 0, float("nan"), True):
         with pytest.raises(ConfigError):
             parse_sigma(bad)
@@ -101,8 +101,8 @@ def test_sigma_values():
 def test_seeds_derived_per_trial_and_shared_data_seed():
     a = resolve_trial(_compose("smoke", ["method=libsvm", "repetition=1", "seed=7"]))
     b = resolve_trial(_compose("smoke", ["method=joker-exact", "repetition=1", "seed=7"]))
-    assert a["seed"] == derive_seed(7, "higgs-head", "libsvm", 1) != b["seed"]
-    assert a["data_seed"] == b["data_seed"] == 8  # same rows for every method of a repetition
+    assert a.seed == derive_seed(7, "higgs-head", "libsvm", 1) != b.seed
+    assert a.data_seed == b.data_seed == 8  # same rows for every method of a repetition
     assert derive_seed(0, "x", "y", 0) == derive_seed(0, "x", "y", 0)
     assert derive_seed(0, "x", "y", 0) != derive_seed(1, "x", "y", 0)
 
@@ -116,11 +116,41 @@ def test_table4_dataset_list_follows_scale():
         cfg = compose("table4", overrides=["scale=paper", "method=joker-exact"], return_hydra_config=True)
     assert cfg.hydra.sweeper.params.dataset == "hepc,msd,susy,higgs,cifar5m"
     spec = resolve_trial(cfg)
-    assert spec["timeout_s"] == 14400 and spec["method"]["dtype"] == "float32"
-    assert spec["threads"] == 8
-    assert spec["dataset"]["n_train"] is None
+    assert spec.timeout_s == 14400 and spec.method.dtype == "float32"
+    assert spec.threads == 8
+    assert spec.dataset.n_train is None
 
 
 def test_table4_local_caps_falkon():
     spec = resolve_trial(_compose("table4", ["dataset=skin", "method=falkon"]))
-    assert spec["method"]["options"]["M"] == 2000 and spec["timeout_s"] == 600
+    assert spec.method.options["M"] == 2000 and spec.timeout_s == 600
+
+
+def test_trial_spec_is_typed_and_round_trips_through_json():
+    from baselines.device import Device
+    from joker.bench.identity import config_hash
+    from joker.bench.spec import TrialSpec
+
+    spec = resolve_trial(_compose("smoke", ["budget=cpu-1g", "device=cuda:1"]))
+    assert spec.budget.host_bytes == 1024 * 2**20 and spec.budget.gpu_bytes is None
+    assert spec.budget.host_kill_bytes == int(1.5 * 1024 * 2**20)
+    assert spec.device == Device("cuda", 1) and spec.device.is_cuda and str(spec.device) == "cuda:1"
+    back = TrialSpec.from_json(spec.to_json())
+    assert back == spec and isinstance(back.device, Device)
+    assert config_hash(back, "v") == config_hash(spec, "v") == config_hash(spec.to_dict(), "v")
+    with pytest.raises(AttributeError):
+        spec.lam = 2.0  # frozen
+    with pytest.raises(ConfigError, match="keys"):
+        TrialSpec.from_dict({**spec.to_dict(), "budget_mib": 1})
+
+
+@pytest.mark.parametrize("override, message", [
+    ("device=gpu", "device must be 'cpu', 'cuda' or 'cuda:<index>', got 'gpu'"),
+    ("device=cuda:x", "got 'cuda:x'"),
+    ("dataset.lam=0", "lam must be positive and finite, got 0.0"),
+    ("dataset.lam=-1", "lam must be positive"),
+    ("budget.host_mib=0", "budget.host_mib must be positive or null, got 0"),
+])
+def test_bad_device_lam_and_budget_are_config_errors(override, message):
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)").replace("|", r"\|")):
+        resolve_trial(_compose("smoke", [override]))

@@ -5,7 +5,7 @@ import signal
 import numpy as np
 import pytest
 
-from joker.bench import hashing, scoring, summary
+from joker.bench import identity as hashing, scoring, summary
 from joker.bench.meters import MIB
 from joker.bench.runner import Outcome, classify, thread_env
 
@@ -100,3 +100,33 @@ def test_import_joker_does_not_import_the_harness():
     code = "import sys, joker; print(any(m.startswith('joker.bench') for m in sys.modules), 'mlflow' in sys.modules, 'hydra' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False", "False"]
+
+
+def test_record_schema_version_is_in_the_hash_and_old_runs_read_as_schema_1(monkeypatch):
+    from joker.bench import record
+
+    spec = {"sweep": "a", "seed": 1, "method": {"name": "m"}}
+    now = hashing.config_hash(spec, "v1")
+    monkeypatch.setattr(hashing, "RECORD_SCHEMA_VERSION", 1)
+    assert hashing.config_hash(spec, "v1") != now  # a run of the older schema is never "finished" for this one
+    assert record.schema_of({}) == 1 and record.schema_of({"record_schema": "2"}) == 2
+    assert record.RECORD_SCHEMA_VERSION == 2
+    assert record.RETRIED_STATUSES == {"error", "timeout", "skipped"}
+    assert set(record.STATUSES) == record.KEPT_STATUSES | record.RETRIED_STATUSES
+
+
+def test_store_counts_runs_of_an_older_record_schema(tmp_path):
+    from mlflow.tracking import MlflowClient
+
+    from joker.bench.callbacks import older_schema_note
+    from joker.bench.tracking import Store
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    store = Store.open(uri, "old")
+    client = MlflowClient(tracking_uri=uri)
+    for tags in ({"method": "libsvm"}, {"method": "libsvm", "record_schema": "1"},
+                 {"method": "libsvm", "record_schema": "2"}, {"joker_bench.kind": "multirun"}):
+        run = client.create_run(store.experiment_id, tags=tags)
+        client.set_terminated(run.info.run_id, "FINISHED")
+    assert store.older_schema_runs() == 2  # the untagged (schema 1) and the schema-1 trial runs
+    assert older_schema_note(2).startswith("note: 2 finished trial run(s) in this experiment use an older")

@@ -158,7 +158,7 @@ def test_hash_memo_avoids_rehashing(tmp_path, monkeypatch):
 
     f = tmp_path / "x.bin"
     f.write_bytes(b"abc")
-    first = hashing.file_sha256(f, tmp_path / "home")
+    first = hashing.memo_sha256(f, tmp_path / "home")
     monkeypatch.setattr(hashing, "sha256_file", lambda *a, **k: pytest.fail("re-hashed"))
-    assert hashing.file_sha256(f, tmp_path / "home") == first == (
+    assert hashing.memo_sha256(f, tmp_path / "home") == first == (
         "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")

@@ -1,8 +1,10 @@
 """Trial identity: code version and config hash (the resume key).
 
-A trial is identified by the hash of its resolved spec (see
-:func:`joker.bench.schema.resolve_trial`) together with the code version,
-so a finished run is reused only for the same settings *and* the same code.
+A trial is identified by the hash of its resolved spec (a
+:class:`joker.bench.spec.TrialSpec`, see
+:func:`joker.bench.schema.resolve_trial`) together with the code version
+and the record schema version, so a finished run is reused only for the
+same settings, the same code and the same kind of record.
 The code version is a content hash of the Python sources of ``joker/`` and
 ``baselines/`` (no git needed, unchanged by edits to docs or tests) and the
 package version.
@@ -14,9 +16,11 @@ import functools
 import hashlib
 import json
 import os
-from typing import Any, Dict
+from typing import Any
 
 from .paths import repo_root
+from .record import RECORD_SCHEMA_VERSION
+from .spec import TrialSpec
 
 #: Spec keys that do not change a trial's result (display/bookkeeping only).
 _NOT_HASHED = frozenset({"sweep"})
@@ -73,22 +77,25 @@ def canonical_json(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
 
 
-def config_hash(spec: Dict[str, Any], version: str | None = None) -> str:
-    """Hash a resolved trial spec with the code version.
+def config_hash(spec: TrialSpec | dict[str, Any], version: str | None = None) -> str:
+    """Hash a resolved trial spec with the code version and the record schema version.
 
     Parameters
     ----------
-    spec : dict
-        Resolved trial spec.
+    spec : TrialSpec or dict
+        Resolved trial spec, or its plain form (:meth:`TrialSpec.to_dict`);
+        both give the same hash.
     version : str, optional
         Code version; default :func:`code_version`.
 
     Returns
     -------
     str
-        16 hex digits of sha256(canonical spec + version).
+        16 hex digits of sha256(canonical spec without ``sweep`` + code
+        version + :data:`joker.bench.record.RECORD_SCHEMA_VERSION`).
     """
-    keyed = {k: v for k, v in spec.items() if k not in _NOT_HASHED}
-    payload = canonical_json({"spec": keyed, "code": version or code_version()})
+    plain = spec.to_dict() if isinstance(spec, TrialSpec) else spec
+    keyed = {k: v for k, v in plain.items() if k not in _NOT_HASHED}
+    payload = canonical_json({"spec": keyed, "code": version or code_version(), "schema": RECORD_SCHEMA_VERSION})
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
 

@@ -1,11 +1,12 @@
-"""The Joker adapter (solver ids ``joker-exact`` and ``joker-inexact``), same contract as the baselines.
+"""The Joker adapters (solver ids ``joker-exact`` and ``joker-inexact``), same contract as the baselines.
 
 Wraps ``joker.JokerRegressor`` / ``joker.JokerClassifier`` (``docs/contracts.md``,
 "joker"). Joker's parameters are the benchmark's own (sigma, lam, losses),
 so there is no conversion; ``describe()`` says so.
 
 Memory model used by :meth:`plan` (elements, times the dtype size in bytes;
-Joker never forms the n x n kernel, ``shared/docs/joker-math.md`` s.3-4):
+Joker never forms the n x n kernel; one block visit touches only the
+block's kernel columns):
 
 exact, block size ``b``::
 
@@ -21,6 +22,10 @@ inexact (random Fourier features, ``M`` components)::
     b M            Psi_B = psi(X_B) of one block (never the n x M matrix)
     3 b^2 + b d    block Hessian, CG workspace, X_B
 
+Loss and kernel names come from the solver itself (``joker.losses``,
+``joker.kernels``), so this module imports torch; the registry
+(:mod:`baselines.registry`) imports it only when a Joker id is looked up.
+
 The plan takes the largest block size (and, for the inexact solver, first
 the largest ``M``) that fits the budget, capped by ``max_block_size``,
 ``n`` and ``max_components``.
@@ -32,11 +37,14 @@ from typing import Any
 
 import numpy as np
 
-from baselines.base import Adapter, Budget, torch_threads
+from joker.kernels import KERNELS
+from joker.losses import CLASSIFICATION_LOSSES, REGRESSION_LOSSES
+
+from .base import Adapter, Budget, torch_threads
 
 __all__ = ["JokerAdapter", "JokerExactAdapter", "JokerInexactAdapter", "joker_exact_bytes", "joker_inexact_bytes"]
 
-_CLASSIFICATION_LOSSES = ("squared_hinge", "hinge", "logistic", "squared", "odm")
+_CLASSIFICATION = tuple(CLASSIFICATION_LOSSES)
 MIN_BLOCK = 16
 MIN_COMPONENTS = 64
 
@@ -87,9 +95,8 @@ class JokerAdapter(Adapter):
 
     module = "joker"
     distribution = "joker-bench"
-    losses = {"regression": ("squared", "huber", "epsilon_insensitive"),
-              "binary": _CLASSIFICATION_LOSSES, "multiclass": _CLASSIFICATION_LOSSES}
-    kernels = ("gaussian", "laplacian")
+    losses = {"regression": tuple(REGRESSION_LOSSES), "binary": _CLASSIFICATION, "multiclass": _CLASSIFICATION}
+    kernels = tuple(KERNELS)
     devices = ("cpu", "cuda")
     # max_block_size 256, the estimators' default: measured fastest (exact ijcnn1
     # L1-SVC 7-8 s against 9-11 s at 512 and 15 s at 1024; RFF L2-SVC on a HIGGS
