@@ -15,6 +15,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from .bandwidth import median_sigma  # noqa: F401  (public here since the first release)
+
 __all__ = ["KERNELS", "sq_dists", "kernel_block", "kernel_matmul", "gaussian_factors", "median_sigma",
            "check_kernel"]
 
@@ -176,40 +178,3 @@ def kernel_matmul(X, Z, A, kernel, sigma, X_sq=None, Z_sq=None, max_entries=2**2
     for i in range(0, n, step):
         out[i:i + step] = kernel_block(X[i:i + step], Z, kernel, sigma, X_sq[i:i + step], Z_sq) @ A
     return out
-
-
-def median_sigma(X, n=5000, seed=0):
-    """Median heuristic bandwidth: the median pairwise distance of a subsample.
-
-    sigma = median_{i<j} ||x_i - x_j|| over ``min(n, n_samples)`` rows drawn
-    without replacement with ``numpy.random.default_rng(seed)`` (the rule
-    used for the anchors in shared/docs/anchors.md).
-
-    Parameters
-    ----------
-    X : array-like of shape (n_samples, n_features)
-    n : int
-        Subsample size.
-    seed : int
-
-    Returns
-    -------
-    float, > 0
-
-    Raises
-    ------
-    ValueError
-        Fewer than 2 rows, or all sampled rows identical.
-    """
-    X = np.asarray(X.cpu() if torch.is_tensor(X) else X, dtype=np.float64)
-    if X.ndim != 2 or X.shape[0] < 2:
-        raise ValueError("median_sigma needs an array of shape (n_samples >= 2, n_features)")
-    rng = np.random.default_rng(seed)
-    idx = rng.choice(X.shape[0], size=min(n, X.shape[0]), replace=False)
-    Xs = torch.from_numpy(X[idx])
-    D = sq_dists(Xs, Xs)
-    iu = torch.triu_indices(len(idx), len(idx), offset=1)
-    med = float(torch.sqrt(torch.median(D[iu[0], iu[1]])))
-    if not med > 0:
-        raise ValueError("median_sigma: the median pairwise distance is 0 (duplicate rows); give sigma explicitly")
-    return med

@@ -1,0 +1,71 @@
+"""CPU accounting of a fit window (joker.bench.contention): the rule, and a real CPU hog."""
+
+import multiprocessing as mp
+import os
+import time
+
+import pytest
+
+from joker.bench.contention import CpuUsage, CpuWindow, machine_busy_seconds
+
+
+def _usage(**kw):
+    base = dict(wall_s=10.0, cpu_s=20.0, others_cores=0.0, load_avg=1.0, threads=2, n_cores=2)
+    base.update(kw)
+    return CpuUsage(**base)
+
+
+def test_rule_two_threads_on_two_cores_tolerate_no_other_load():
+    assert _usage().contended() == (False, "")
+    flag, reason = _usage(others_cores=0.9, cpu_s=11.0).contended()
+    assert flag and "0.9 of 2 cores" in reason
+    assert _usage().utilisation == pytest.approx(1.0)
+
+
+def test_rule_one_thread_on_two_cores_tolerates_one_busy_core():
+    assert not _usage(threads=1, cpu_s=10.0, others_cores=1.0).contended()[0]
+    assert _usage(threads=1, cpu_s=10.0, others_cores=1.8).contended()[0]
+
+
+def test_rule_saturated_machine_and_starved_fit():
+    flag, reason = _usage(others_cores=None, cpu_s=6.0, load_avg=3.5).contended()
+    assert flag and "30%" in reason
+    assert not _usage(others_cores=None, cpu_s=6.0, load_avg=1.5).contended()[0]
+
+
+def _spin(seconds):
+    end = time.monotonic() + seconds
+    x = 0
+    while time.monotonic() < end:
+        x += 1
+    return x
+
+
+def _measure(seconds=1.5):
+    w = CpuWindow(threads=1).start()
+    _spin(seconds)
+    return w.stop()
+
+
+@pytest.mark.skipif(machine_busy_seconds() is None, reason="needs Linux /proc/stat")
+def test_a_fit_beside_a_cpu_hog_is_contended_and_alone_is_not():
+    n = os.cpu_count() or 1
+    ctx = mp.get_context("spawn")
+    hogs = [ctx.Process(target=_spin, args=(4.0,)) for _ in range(n + 1)]
+    for h in hogs:
+        h.start()
+    try:
+        time.sleep(0.5)  # the hogs are running
+        busy = _measure()
+    finally:
+        for h in hogs:
+            h.terminate()
+            h.join()
+    assert busy.contended()[0], busy
+    assert busy.others_cores > n - 1
+    probe = _measure(0.5)
+    if probe.others_cores > 0.3:
+        pytest.skip(f"the machine is busy with other work ({probe.others_cores:.1f} cores): cannot test 'alone'")
+    alone = _measure()
+    assert not alone.contended()[0], alone
+    assert alone.utilisation > 0.8
