@@ -57,7 +57,7 @@ class ExactKernelOperator:
     """
 
     default_min_cg_iter = 50
-    cheap_decision = True  # K alpha is maintained: a certificate costs O(nC)
+    maintains_decision = True  # f = K alpha is kept up to date: a certificate costs O(nC), no kernel pass
 
     def __init__(self, X, kernel, sigma, n_outputs, max_entries=2**20):
         self.X = X
@@ -113,15 +113,25 @@ class ExactKernelOperator:
         """f = K alpha on the training set, shape (n, C)."""
         return self.f
 
-    def sq_norm(self, alpha):
-        """||theta||^2 = alpha^T K alpha."""
-        return float((alpha.to(self.f.dtype) * self.f).sum())
+    def sq_norms(self, alpha):
+        """||theta_c||^2 = alpha_c^T K alpha_c of each output.
+
+        Parameters
+        ----------
+        alpha : tensor of shape (n, C)
+            The dual point whose f = K alpha this operator maintains.
+
+        Returns
+        -------
+        float64 tensor of shape (C,)
+        """
+        return (alpha.to(self.f.dtype) * self.f).sum(0)
 
 
 class _RFFBlock:
     def __init__(self, op, B):
         self.B = B
-        self.Psi = op.fmap._transform(op.X[B])
+        self.Psi = op.fmap.transform_tensor(op.X[B])
         self.f = self.Psi @ op.theta
 
     def mv(self, P):
@@ -141,7 +151,7 @@ class RFFOperator:
     """
 
     default_min_cg_iter = 10
-    cheap_decision = False  # a certificate needs psi(X) theta: one feature pass
+    maintains_decision = False  # only theta is kept: a certificate needs psi(X) theta, one feature pass
 
     def __init__(self, X, fmap, n_outputs, chunk=4096):
         self.X = X
@@ -154,7 +164,7 @@ class RFFOperator:
         """Recompute theta = Psi^T alpha (one pass over the features)."""
         self.theta.zero_()
         for i in range(0, self.X.shape[0], self.chunk):
-            Psi = self.fmap._transform(self.X[i:i + self.chunk])
+            Psi = self.fmap.transform_tensor(self.X[i:i + self.chunk])
             self.theta += Psi.T @ alpha[i:i + self.chunk]
 
     def block(self, B):
@@ -188,21 +198,21 @@ class RFFOperator:
         -------
         f : tensor of shape (n, C)
             Psi theta, the decision values of the maintained theta.
-        sq_norm_dual : float or None
-            ||Psi^T alpha||^2 computed afresh (theta drifts from Psi^T alpha
+        sq_norms_dual : float64 tensor of shape (C,) or None
+            ||Psi^T alpha_c||^2 computed afresh (theta drifts from Psi^T alpha
             by rounding, mostly in float32); None when alpha is None.
         """
         n, C = self.X.shape[0], self.theta.shape[1]
         out = torch.zeros((n, C), dtype=self.X.dtype, device=self.X.device)
         fresh = torch.zeros_like(self.theta) if alpha is not None else None
         if not bool(self.theta.any()) and (alpha is None or not bool(alpha.any())):
-            return out, (0.0 if alpha is not None else None)
+            return out, (torch.zeros(C, dtype=torch.float64) if alpha is not None else None)
         for i in range(0, n, self.chunk):
-            Psi = self.fmap._transform(self.X[i:i + self.chunk])
+            Psi = self.fmap.transform_tensor(self.X[i:i + self.chunk])
             out[i:i + self.chunk] = Psi @ self.theta
             if fresh is not None:
                 fresh += Psi.T @ alpha[i:i + self.chunk]
-        return out, (float((fresh * fresh).sum()) if fresh is not None else None)
+        return out, ((fresh * fresh).sum(0).to(torch.float64) if fresh is not None else None)
 
     def lag_rows(self, blk, theta, alpha_B):
         """Rows of a lagged certificate from a block's features (no new feature pass).
@@ -229,6 +239,15 @@ class RFFOperator:
         """Return to a :meth:`snapshot`."""
         self.theta.copy_(state)
 
-    def sq_norm(self, alpha):
-        """||theta||^2."""
-        return float((self.theta * self.theta).sum())
+    def theta_sq_norms(self):
+        """||theta_c||^2 of the maintained theta, one per output.
+
+        theta is Psi^T alpha up to the rounding of its updates; the dual side
+        of a certificate recomputes ||Psi^T alpha_c||^2 afresh
+        (:meth:`certificate_pass`).
+
+        Returns
+        -------
+        float64 tensor of shape (C,)
+        """
+        return (self.theta * self.theta).sum(0).to(torch.float64)

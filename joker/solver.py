@@ -47,13 +47,13 @@ from dataclasses import dataclass, field, fields
 
 import torch
 
-from .certificates import certify, residuals
+from .certificates import certify, gradient_residuals
 from .trust_region import box_tr_cg
 
-__all__ = ["SolverOptions", "SolveResult", "dbcd_tr"]
+__all__ = ["SolverOptions", "SolveResult", "dbcd_tr", "DEFAULTS", "warn_not_converged"]
 
 
-@dataclass
+@dataclass(frozen=True)
 class SolverOptions:
     """Every knob of DBCD-TR, with its default.
 
@@ -65,7 +65,10 @@ class SolverOptions:
         Target relative duality gap; the fit stops (converged) when the gap
         is <= tol and the KKT residual is <= ``kkt_tol``.
     kkt_tol : float or None
-        Target normalised KKT residual; None: not required.
+        Target normalised KKT residual (worst output, ``docs/certificates.md``);
+        None: sqrt(tol) (:attr:`kkt_target`), which matches the gap, since
+        near the optimum the relative gap is of the order of the squared
+        relative step; ``math.inf``: not required.
     max_epochs : int
         Epoch budget (an epoch is one pass over a fresh permutation).
     max_time : float or None
@@ -218,6 +221,15 @@ class SolverOptions:
         if self.selection not in ("auto", "random", "greedy"):
             raise ValueError(f"selection={self.selection!r}; expected 'auto', 'random' or 'greedy'")
 
+    @property
+    def kkt_target(self):
+        """The KKT tolerance in force: ``kkt_tol``, or sqrt(tol) when it is None."""
+        return math.sqrt(self.tol) if self.kkt_tol is None else float(self.kkt_tol)
+
+    def met(self, cert):
+        """True when a certificate meets both tolerances (gap <= tol and KKT <= kkt_target)."""
+        return cert.gap <= self.tol and cert.kkt <= self.kkt_target
+
     @classmethod
     def from_dict(cls, d):
         """Build options from a dict, rejecting unknown keys (TypeError)."""
@@ -226,6 +238,10 @@ class SolverOptions:
         if bad:
             raise TypeError(f"unknown solver option(s) {bad}; known: {sorted(names)}")
         return cls(**d)
+
+
+DEFAULTS = SolverOptions()
+"""The one source of the solver's defaults (estimator parameters and adapters read it)."""
 
 
 @dataclass
@@ -328,7 +344,11 @@ class _Run:
 
     def dual_J(self):
         """J(alpha) from the maintained state (||theta||^2 needs no kernel pass)."""
-        return 0.5 * self.op.sq_norm(self.alpha) + float(self.loss.h(self.alpha, self.Y, self.lam).sum())
+        return 0.5 * float(self.sq_norms().sum()) + float(self.loss.h(self.alpha, self.Y, self.lam).sum())
+
+    def sq_norms(self):
+        """||theta_c||^2 per output, from the maintained state (float64 tensor of shape (C,))."""
+        return self.op.sq_norms(self.alpha) if self.op.maintains_decision else self.op.theta_sq_norms()
 
     def block_step(self, B):
         """One block visit: kernel block once, then each output column in turn.
@@ -432,10 +452,10 @@ class _Run:
 
     def certificate(self):
         """Certificate of the current iterate (exact: O(nC); random features: one feature pass)."""
-        if self.op.cheap_decision:
-            return certify(self.loss, self.alpha, self.op.decision(), self.Y, self.lam, self.op.sq_norm(self.alpha))
+        if self.op.maintains_decision:
+            return certify(self.loss, self.alpha, self.op.decision(), self.Y, self.lam, self.sq_norms())
         f, sq_dual = self.op.certificate_pass(self.alpha)
-        return certify(self.loss, self.alpha, f, self.Y, self.lam, self.op.sq_norm(self.alpha), sq_dual)
+        return certify(self.loss, self.alpha, f, self.Y, self.lam, self.sq_norms(), sq_dual)
 
     # Lagged certificates (random features): the certificate of the iterate at the
     # end of epoch e is assembled during epoch e + 1 from the features each block
@@ -461,8 +481,8 @@ class _Run:
         if lag is None or lag["rows"] != self.n:
             return None
         theta = lag["state"]
-        return certify(self.loss, lag["alpha"], lag["f"], self.Y, self.lam, float((theta * theta).sum()),
-                       float((lag["fresh"] * lag["fresh"]).sum())), lag
+        return certify(self.loss, lag["alpha"], lag["f"], self.Y, self.lam, (theta * theta).sum(0),
+                       (lag["fresh"] * lag["fresh"]).sum(0)), lag
 
     def restore(self, lag):
         """Go back to a certified snapshot."""
@@ -506,14 +526,14 @@ def dbcd_tr(op, loss, Y, lam, options=None, seed=None):
         if not lagged:
             run.skip_thresh = opts.skip_ratio * cert.kkt_abs
         history.append({"epoch": epoch, "seconds": time.perf_counter() - t0 if seconds is None else seconds,
-                        "dual": cert.dual, "primal": cert.primal, "gap": cert.gap, "kkt": cert.kkt})
+                        "dual": cert.dual, "primal": cert.primal, "gap": cert.gap, "kkt": cert.kkt,
+                        "gaps": cert.gaps, "kkts": cert.kkts})
         if opts.verbose:
             print(f"[joker] epoch {epoch:4d}  t={history[-1]['seconds']:8.2f}s  primal={cert.primal:.6g}  "
                   f"dual={cert.dual:.6g}  gap={cert.gap:.3e}  kkt={cert.kkt:.3e}", flush=True)
         return cert
 
-    def done(cert):
-        return cert.gap <= opts.tol and (opts.kkt_tol is None or cert.kkt <= opts.kkt_tol)
+    done = opts.met
 
     def predicted_done():
         # Linear-rate extrapolation of the last two certificates to the current
@@ -524,17 +544,17 @@ def dbcd_tr(op, loss, Y, lam, options=None, seed=None):
 
         def extrapolate(key):
             return h1[key] * min(1.0, h1[key] / h2[key]) if h2[key] > 0 else h1[key]
-        return extrapolate("gap") <= opts.tol and (opts.kkt_tol is None or extrapolate("kkt") <= opts.kkt_tol)
+        return extrapolate("gap") <= opts.tol and extrapolate("kkt") <= opts.kkt_target
 
     greedy = opts.selection == "greedy"
     # "auto": random blocks first, then largest-residual blocks to polish (exact kernel, box losses)
-    polish = (opts.selection == "auto" and op.cheap_decision and getattr(loss, "greedy_blocks", False)
+    polish = (opts.selection == "auto" and op.maintains_decision and getattr(loss, "greedy_blocks", False)
               and opts.greedy_gap is not None)
     if greedy and not hasattr(op, "f"):
         raise ValueError("selection='greedy' needs the exact kernel (K alpha maintained); "
                          "random features keep only theta")
-    lagged = opts.lagged_certificate if opts.lagged_certificate is not None else not op.cheap_decision
-    if lagged and (op.cheap_decision or greedy):
+    lagged = opts.lagged_certificate if opts.lagged_certificate is not None else not op.maintains_decision
+    if lagged and (op.maintains_decision or greedy):
         raise ValueError("lagged_certificate needs random features and random block selection")
     if opts.trace_steps:
         run.step_duals.append(run.dual_J())
@@ -558,7 +578,7 @@ def dbcd_tr(op, loss, Y, lam, options=None, seed=None):
         perm = torch.randperm(n, generator=gen).to(Y.device)
         for start in range(0, n, run.bs):
             if greedy:
-                r = residuals(loss, run.alpha, op.f, Y, lam).amax(1)
+                r = gradient_residuals(loss, run.alpha, op.f, Y, lam).amax(1)
                 B = torch.topk(r, min(run.bs, n), sorted=False).indices
             else:
                 B = perm[start:start + run.bs]
@@ -602,25 +622,34 @@ def dbcd_tr(op, loss, Y, lam, options=None, seed=None):
     if certified != epoch and not converged:
         cert = record(epoch)
         converged = done(cert)
-    if opts.refresh_final and op.cheap_decision:
+    if opts.refresh_final and op.maintains_decision:
         op.reset(run.alpha)
         cert = run.certificate()
-        history[-1].update(dual=cert.dual, primal=cert.primal, gap=cert.gap, kkt=cert.kkt)
+        history[-1].update(dual=cert.dual, primal=cert.primal, gap=cert.gap, kkt=cert.kkt, gaps=cert.gaps,
+                           kkts=cert.kkts)
         converged = done(cert)
     seconds = time.perf_counter() - t0
     return SolveResult(alpha=run.alpha, certificate=cert, n_epochs=epoch, converged=converged,
                        history=history, seconds=seconds, step_duals=run.step_duals, stats=run.stats)
 
 
-def warn_not_converged(result, tol, category, kkt_tol=None):
-    """Emit ``category`` when the solve stopped before the certificate met tol (and kkt_tol)."""
+def warn_not_converged(result, tol, category, kkt_tol=math.inf):
+    """Emit ``category`` when the solve stopped before the certificate met tol and kkt_tol.
+
+    Parameters
+    ----------
+    result : SolveResult
+    tol, kkt_tol : float
+        The tolerances in force (``SolverOptions.tol``, ``SolverOptions.kkt_target``).
+    category : type of Warning
+    """
     if not result.converged:
         stalled = "an epoch accepted no step (stalled at this precision); " if result.stats.get("stalled") else ""
         cert = result.certificate
         unmet = []
         if not cert.gap <= tol:
             unmet.append(f"relative duality gap {cert.gap:.2e} > tol={tol:g}")
-        if kkt_tol is not None and not cert.kkt <= kkt_tol:
+        if not cert.kkt <= kkt_tol:
             unmet.append(f"KKT residual {cert.kkt:.2e} > kkt_tol={kkt_tol:g}")
         what = " and ".join(unmet) or f"relative duality gap {cert.gap:.2e}"
         warnings.warn(
