@@ -43,6 +43,7 @@ __all__ = [
     "make_loss",
     "REGRESSION_LOSSES",
     "CLASSIFICATION_LOSSES",
+    "LOSS_NAMES",
 ]
 
 
@@ -403,6 +404,10 @@ CLASSIFICATION_LOSSES = {
 }
 
 
+LOSS_NAMES = tuple(sorted(set(REGRESSION_LOSSES) | set(CLASSIFICATION_LOSSES)))
+"""Every loss name of the core, sorted: the one public vocabulary (configs and adapters read it)."""
+
+
 def make_loss(name, *, epsilon=0.1, delta=1.0, odm_theta=0.1, odm_upsilon=0.5):
     """Build a loss object from its config name.
 
@@ -437,5 +442,4 @@ def make_loss(name, *, epsilon=0.1, delta=1.0, odm_theta=0.1, odm_upsilon=0.5):
         return LogisticLoss()
     if name == "odm":
         return ODMLoss(odm_theta, odm_upsilon)
-    known = sorted(set(REGRESSION_LOSSES) | set(CLASSIFICATION_LOSSES))
-    raise ValueError(f"unknown loss {name!r}; expected one of {known}")
+    raise ValueError(f"unknown loss {name!r}; expected one of {list(LOSS_NAMES)}")
