@@ -327,7 +327,7 @@ class _Run:
         else:
             r0 = math.inf if loss.quadratic else 0.5 * math.sqrt(bs) / self.lam
         self.radius = [r0] * Y.shape[1]  # one trust region per output
-        self.skip_thresh = 0.0
+        self.skip_thresh = 0.0  # changed only by rescale_skipping
         # Inner-solve budget per block visit: at most inner_work_ratio times the
         # work of the block's kernel rows (n d |B| exact, |B| M d random
         # features) in Hessian products of one column (|B|^2 exact, 2 |B| M
@@ -341,6 +341,15 @@ class _Run:
         self.step_duals = []
         self.lag = None
         self.epoch_max_res = 0.0  # largest block residual met at a visit this epoch
+
+    def rescale_skipping(self, reference):
+        """Skip blocks whose residual is <= skip_ratio * reference (the one place the threshold is set).
+
+        ``reference`` is the largest residual of the last certificate (direct
+        certificates), of the blocks met in the last epoch (lagged), or 0 to
+        skip nothing.
+        """
+        self.skip_thresh = self.opts.skip_ratio * reference
 
     def dual_J(self):
         """J(alpha) from the maintained state (||theta||^2 needs no kernel pass)."""
@@ -490,6 +499,155 @@ class _Run:
         self.op.restore(lag["state"])
 
 
+class _Driver:
+    """The epoch loop of one solve: block selection, certificates, stopping (kept out of the public API).
+
+    ``dbcd_tr`` reads as the loop over these named steps; the state they share
+    (history, the certified epoch, the block rule in force) lives here.
+    """
+
+    def __init__(self, run, t0):
+        self.run, self.opts, self.op, self.t0 = run, run.opts, run.op, t0
+        opts, op = self.opts, self.op
+        self.history = []
+        self.greedy = opts.selection == "greedy"
+        # "auto": random blocks first, then largest-residual blocks to polish (exact kernel, box losses)
+        self.polish = (opts.selection == "auto" and op.maintains_decision
+                       and getattr(run.loss, "greedy_blocks", False) and opts.greedy_gap is not None)
+        if self.greedy and not op.maintains_decision:
+            raise ValueError("selection='greedy' needs the exact kernel (K alpha maintained); "
+                             "random features keep only theta")
+        self.lagged = opts.lagged_certificate if opts.lagged_certificate is not None else not op.maintains_decision
+        if self.lagged and (op.maintains_decision or self.greedy):
+            raise ValueError("lagged_certificate needs random features and random block selection")
+        self.epoch = 0
+        self.certified = 0  # the epoch whose iterate ``cert`` certifies
+        self.out_of_time = False
+        self.stalled = False
+        self.cert = None
+        self.converged = False
+
+    def now(self):
+        return time.perf_counter() - self.t0
+
+    # ------------------------------------------------------------ certify
+    def record(self, epoch, cert=None, seconds=None):
+        """Append a certificate (computed now unless given) to the history."""
+        run, opts = self.run, self.opts
+        if cert is None:
+            cert = run.certificate()
+        if not self.lagged or not self.history:  # lagged fits rescale from the blocks they meet instead
+            run.rescale_skipping(cert.kkt_abs)
+        self.history.append({"epoch": epoch, "seconds": self.now() if seconds is None else seconds,
+                             "dual": cert.dual, "primal": cert.primal, "gap": cert.gap, "kkt": cert.kkt,
+                             "gaps": cert.gaps, "kkts": cert.kkts})
+        if opts.verbose:
+            print(f"[joker] epoch {epoch:4d}  t={self.history[-1]['seconds']:8.2f}s  primal={cert.primal:.6g}  "
+                  f"dual={cert.dual:.6g}  gap={cert.gap:.3e}  kkt={cert.kkt:.3e}", flush=True)
+        return cert
+
+    def certify(self, epoch):
+        """Certify the current iterate as that of ``epoch``."""
+        self.cert = self.record(epoch)
+        self.certified = epoch
+        self.converged = self.opts.met(self.cert)
+
+    def predicted_done(self):
+        """Linear-rate extrapolation of the last two certificates to the current iterate.
+
+        Worth a direct certificate (a feature pass) only if it passes.
+        """
+        if len(self.history) < 2:
+            return False
+        h1, h2 = self.history[-1], self.history[-2]
+
+        def extrapolate(key):
+            return h1[key] * min(1.0, h1[key] / h2[key]) if h2[key] > 0 else h1[key]
+        return extrapolate("gap") <= self.opts.tol and extrapolate("kkt") <= self.opts.kkt_target
+
+    # ------------------------------------------------------------ select block
+    def blocks(self, perm):
+        """The blocks of one epoch: slices of a permutation, or the largest residuals (greedy)."""
+        run, n = self.run, self.run.n
+        for start in range(0, n, run.bs):
+            if self.greedy:
+                r = gradient_residuals(run.loss, run.alpha, self.op.f, run.Y, run.lam).amax(1)
+                yield torch.topk(r, min(run.bs, n), sorted=False).indices
+            else:
+                yield perm[start:start + run.bs]
+
+    # ------------------------------------------------------------ epoch
+    def begin_epoch(self):
+        """Choose the block rule, start a lagged certificate, reset the epoch counters."""
+        run = self.run
+        self.epoch += 1
+        if self.polish and not self.greedy and self.cert.gap <= self.opts.greedy_gap:
+            self.greedy = True
+            run.stats["greedy_from_epoch"] = self.epoch
+        if self.lagged and self.certified != self.epoch - 1:
+            run.start_lag(self.epoch - 1, self.now())
+        self._accepted, self._skipped = run.stats["accepted"], run.stats["skipped"]
+        run.epoch_max_res = 0.0
+
+    def run_epoch(self, perm):
+        """One pass of block steps; stops early when ``max_time`` is spent."""
+        run, opts = self.run, self.opts
+        for B in self.blocks(perm):
+            run.stats["blocks"] += 1
+            run.block_step(B)
+            if opts.max_time is not None and self.now() > opts.max_time:
+                self.out_of_time = True
+                return
+
+    def end_epoch(self):
+        """Detect a stall, rescale block skipping (lagged), read a finished lagged certificate.
+
+        Returns True when the lagged certificate of the previous iterate met
+        the tolerances (that iterate is restored and returned).
+        """
+        run = self.run
+        self.stalled = run.stats["accepted"] == self._accepted
+        if not self.lagged:
+            return False
+        # The last certificate is an epoch old: skip relative to the residuals met
+        # in this epoch instead, and never read "everything skipped" as a stall.
+        if self.stalled and run.stats["skipped"] > self._skipped and run.skip_thresh > 0:
+            self.stalled = False
+            run.rescale_skipping(0.0)
+        else:
+            run.rescale_skipping(run.epoch_max_res)
+        lag = run.finish_lag()
+        if lag is None:
+            return False
+        self.cert, snap = lag
+        self.record(snap["epoch"], self.cert, snap["seconds"])
+        self.certified = snap["epoch"]
+        if self.opts.met(self.cert):
+            # The previous iterate is certified: return it, not the uncertified current one.
+            run.restore(snap)
+            self.converged = True
+        return self.converged
+
+    def wants_certificate(self):
+        """Whether the current iterate is certified directly after this epoch."""
+        opts, last = self.opts, self.out_of_time or self.epoch == self.opts.max_epochs or self.stalled
+        if self.lagged:
+            return last or self.predicted_done()
+        return last or self.epoch % opts.check_every == 0
+
+    def finish(self):
+        """Certify the final iterate when needed; optional refresh of K alpha."""
+        run, op = self.run, self.op
+        if self.certified != self.epoch and not self.converged:
+            self.certify(self.epoch)
+        if self.opts.refresh_final and op.maintains_decision:
+            op.reset(run.alpha)
+            self.cert = run.certificate()
+            c = self.cert
+            self.history[-1].update(dual=c.dual, primal=c.primal, gap=c.gap, kkt=c.kkt, gaps=c.gaps, kkts=c.kkts)
+            self.converged = self.opts.met(c)
+
+
 def dbcd_tr(op, loss, Y, lam, options=None, seed=None):
     """Solve the Joker dual by DBCD-TR (Joker, Alg. 1).
 
@@ -501,7 +659,7 @@ def dbcd_tr(op, loss, Y, lam, options=None, seed=None):
     Y : tensor of shape (n, C)
         Targets (regression) or +-1 labels, one column per output.
     lam : float
-        Regularisation lambda > 0 (sum of losses, joker-math.md s.1).
+        Regularisation lambda > 0 (sum of losses).
     options : SolverOptions, optional
     seed : int or None
         Seed of the block permutations.
@@ -509,6 +667,12 @@ def dbcd_tr(op, loss, Y, lam, options=None, seed=None):
     Returns
     -------
     SolveResult
+
+    Raises
+    ------
+    ValueError
+        ``selection="greedy"`` or ``lagged_certificate=True`` with an
+        operator that does not support it.
     """
     opts = options or SolverOptions()
     gen = torch.Generator()
@@ -518,119 +682,26 @@ def dbcd_tr(op, loss, Y, lam, options=None, seed=None):
         gen.seed()
     t0 = time.perf_counter()
     run = _Run(op, loss, Y, lam, opts, gen)
-    history = []
-
-    def record(epoch, cert=None, seconds=None):
-        if cert is None:
-            cert = run.certificate()
-        if not lagged:
-            run.skip_thresh = opts.skip_ratio * cert.kkt_abs
-        history.append({"epoch": epoch, "seconds": time.perf_counter() - t0 if seconds is None else seconds,
-                        "dual": cert.dual, "primal": cert.primal, "gap": cert.gap, "kkt": cert.kkt,
-                        "gaps": cert.gaps, "kkts": cert.kkts})
-        if opts.verbose:
-            print(f"[joker] epoch {epoch:4d}  t={history[-1]['seconds']:8.2f}s  primal={cert.primal:.6g}  "
-                  f"dual={cert.dual:.6g}  gap={cert.gap:.3e}  kkt={cert.kkt:.3e}", flush=True)
-        return cert
-
-    done = opts.met
-
-    def predicted_done():
-        # Linear-rate extrapolation of the last two certificates to the current
-        # iterate: worth a direct certificate (a feature pass) only if it passes.
-        if len(history) < 2:
-            return False
-        h1, h2 = history[-1], history[-2]
-
-        def extrapolate(key):
-            return h1[key] * min(1.0, h1[key] / h2[key]) if h2[key] > 0 else h1[key]
-        return extrapolate("gap") <= opts.tol and extrapolate("kkt") <= opts.kkt_target
-
-    greedy = opts.selection == "greedy"
-    # "auto": random blocks first, then largest-residual blocks to polish (exact kernel, box losses)
-    polish = (opts.selection == "auto" and op.maintains_decision and getattr(loss, "greedy_blocks", False)
-              and opts.greedy_gap is not None)
-    if greedy and not hasattr(op, "f"):
-        raise ValueError("selection='greedy' needs the exact kernel (K alpha maintained); "
-                         "random features keep only theta")
-    lagged = opts.lagged_certificate if opts.lagged_certificate is not None else not op.maintains_decision
-    if lagged and (op.maintains_decision or greedy):
-        raise ValueError("lagged_certificate needs random features and random block selection")
+    loop = _Driver(run, t0)
     if opts.trace_steps:
         run.step_duals.append(run.dual_J())
-    cert = record(0)
-    if lagged:
-        run.skip_thresh = opts.skip_ratio * cert.kkt_abs
-    converged = done(cert)
-    epoch = 0
-    certified = 0  # the epoch whose iterate ``cert`` certifies
-    out_of_time = False
-    n = run.n
-    while not converged and epoch < opts.max_epochs and not out_of_time:
-        epoch += 1
-        if polish and not greedy and cert.gap <= opts.greedy_gap:
-            greedy = True
-            run.stats["greedy_from_epoch"] = epoch
-        if lagged and certified != epoch - 1:
-            run.start_lag(epoch - 1, time.perf_counter() - t0)
-        accepted_before, skipped_before = run.stats["accepted"], run.stats["skipped"]
-        run.epoch_max_res = 0.0
-        perm = torch.randperm(n, generator=gen).to(Y.device)
-        for start in range(0, n, run.bs):
-            if greedy:
-                r = gradient_residuals(loss, run.alpha, op.f, Y, lam).amax(1)
-                B = torch.topk(r, min(run.bs, n), sorted=False).indices
-            else:
-                B = perm[start:start + run.bs]
-            run.stats["blocks"] += 1
-            run.block_step(B)
-            if opts.max_time is not None and time.perf_counter() - t0 > opts.max_time:
-                out_of_time = True
-                break
-        stalled = run.stats["accepted"] == accepted_before
-        if lagged:
-            # The last certificate is an epoch old: skip relative to the residuals met
-            # in this epoch instead, and never read "everything skipped" as a stall.
-            if stalled and run.stats["skipped"] > skipped_before and run.skip_thresh > 0:
-                stalled = False
-                run.skip_thresh = 0.0
-            else:
-                run.skip_thresh = opts.skip_ratio * run.epoch_max_res
-        lag = run.finish_lag() if lagged else None
-        if lag is not None:
-            cert, snap = lag
-            record(snap["epoch"], cert, snap["seconds"])
-            certified = snap["epoch"]
-            if done(cert):
-                # The previous iterate is certified: return it, not the uncertified current one.
-                run.restore(snap)
-                converged = True
-                break
-        if lagged:
-            direct = out_of_time or epoch == opts.max_epochs or stalled or predicted_done()
-        else:
-            direct = epoch % opts.check_every == 0 or out_of_time or epoch == opts.max_epochs or stalled
-        if direct:
-            cert = record(epoch)
-            certified = epoch
-            converged = done(cert)
-        if stalled and not converged:
+    loop.certify(0)
+    while not loop.converged and loop.epoch < opts.max_epochs and not loop.out_of_time:
+        loop.begin_epoch()
+        loop.run_epoch(torch.randperm(run.n, generator=gen).to(Y.device))  # select block + block step
+        if loop.end_epoch():
+            break
+        if loop.wants_certificate():
+            loop.certify(loop.epoch)
+        if loop.stalled and not loop.converged:
             # A whole epoch without an accepted step: the iterate cannot move at this
             # precision (e.g. the float64 floor of a piecewise-linear loss); stop honestly.
             run.stats["stalled"] = True
             break
-    if certified != epoch and not converged:
-        cert = record(epoch)
-        converged = done(cert)
-    if opts.refresh_final and op.maintains_decision:
-        op.reset(run.alpha)
-        cert = run.certificate()
-        history[-1].update(dual=cert.dual, primal=cert.primal, gap=cert.gap, kkt=cert.kkt, gaps=cert.gaps,
-                           kkts=cert.kkts)
-        converged = done(cert)
-    seconds = time.perf_counter() - t0
-    return SolveResult(alpha=run.alpha, certificate=cert, n_epochs=epoch, converged=converged,
-                       history=history, seconds=seconds, step_duals=run.step_duals, stats=run.stats)
+    loop.finish()
+    return SolveResult(alpha=run.alpha, certificate=loop.cert, n_epochs=loop.epoch, converged=loop.converged,
+                       history=loop.history, seconds=time.perf_counter() - t0, step_duals=run.step_duals,
+                       stats=run.stats)
 
 
 def warn_not_converged(result, tol, category, kkt_tol=math.inf):
