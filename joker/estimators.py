@@ -104,6 +104,17 @@ class _JokerBase(BaseEstimator):
         verbose) may appear only with the parameter's value (ValueError
         otherwise). Defaults of all knobs: ``joker.solver.DEFAULTS``.
     verbose : int
+    fit_intercept : bool, default False
+        Fit a bias b: f(x) = sum_i alpha_i k(x_i, x) + b, done the way a dual
+        method can, by adding the constant s^2 (s = ``intercept_scaling``) to
+        the kernel (a constant feature s with random features). The bias is
+        regularised: the primal becomes lam/2 (||theta||^2 + (b / s)^2) + sum
+        of losses, as LIBLINEAR's synthetic feature; a larger s penalises b
+        less (s -> inf: LIBSVM's free bias, whose equality constraint
+        sum_i alpha_i = 0 a block method cannot keep). Default False: the
+        model of the Joker paper (no intercept).
+    intercept_scaling : float, default 1.0
+        s above (> 0).
     """
 
     _losses = {}
@@ -112,7 +123,7 @@ class _JokerBase(BaseEstimator):
                  block_size=DEFAULTS.block_size, tol=DEFAULTS.tol, kkt_tol=DEFAULTS.kkt_tol,
                  max_epochs=DEFAULTS.max_epochs, max_time=DEFAULTS.max_time, epsilon=0.1, delta=1.0, odm_theta=0.1,
                  odm_upsilon=0.5, device="cpu", dtype="float64", random_state=None, solver_options=None,
-                 verbose=DEFAULTS.verbose):
+                 verbose=DEFAULTS.verbose, fit_intercept=False, intercept_scaling=1.0):
         self.loss = loss
         self.kernel = kernel
         self.sigma = sigma
@@ -132,6 +143,8 @@ class _JokerBase(BaseEstimator):
         self.random_state = random_state
         self.solver_options = solver_options
         self.verbose = verbose
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
 
     # ------------------------------------------------------------------ checks
     def _check_params(self):
@@ -179,6 +192,11 @@ class _JokerBase(BaseEstimator):
         if torch.device(self.device).type == "cuda" and not torch.cuda.is_available():
             raise ValueError(f"device={self.device!r} but this torch build or machine has no CUDA device; "
                              "use device='cpu'")
+        if not isinstance(self.fit_intercept, (bool, np.bool_)):
+            raise TypeError(f"fit_intercept must be True or False, got {self.fit_intercept!r}")
+        if isinstance(self.intercept_scaling, bool) or not isinstance(self.intercept_scaling, numbers.Real) \
+                or not (np.isfinite(self.intercept_scaling) and self.intercept_scaling > 0):
+            raise ValueError(f"intercept_scaling must be a finite number > 0, got {self.intercept_scaling!r}")
         if self.solver_options is not None and not isinstance(self.solver_options, dict):
             raise TypeError("solver_options must be a dict of joker.solver.SolverOptions fields")
         return make_loss(self.loss, epsilon=self.epsilon, delta=self.delta, odm_theta=self.odm_theta,
@@ -219,12 +237,7 @@ class _JokerBase(BaseEstimator):
         seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
         op = self._operator(X, Xt, Y.shape[1], seed)
         res = dbcd_tr(op, loss, Y, float(self.lam), options, seed=seed)
-        self._alpha = res.alpha
-        if self.n_components is None:
-            self.alpha_ = self._out(res.alpha)
-        else:
-            self._theta = op.theta
-            self.coef_ = self._out(op.theta)
+        self._store_model(op, res.alpha)
         self._store_certificate(res, options)
         self.fit_time_ = time.perf_counter() - t0
         warn_not_converged(res, options.tol, ConvergenceWarning, options.kkt_target)
@@ -257,12 +270,28 @@ class _JokerBase(BaseEstimator):
 
     def _operator(self, X, Xt, n_outputs, seed):
         """The exact-kernel or random-feature operator on the centred inputs Xt."""
+        s = float(self.intercept_scaling) if self.fit_intercept else None
         if self.n_components is None:
             self._X_fit = Xt
-            return ExactKernelOperator(Xt, self.kernel, self.sigma_, n_outputs)
+            return ExactKernelOperator(Xt, self.kernel, self.sigma_, n_outputs, offset=0.0 if s is None else s * s)
         self.feature_map_ = RandomFourierFeatures(int(self.n_components), self.kernel, self.sigma_,
                                                   random_state=seed, dtype=Xt.dtype, device=Xt.device).fit(X)
-        return RFFOperator(Xt, self.feature_map_, n_outputs)
+        return RFFOperator(Xt, self.feature_map_, n_outputs, intercept_scaling=s)
+
+    def _store_model(self, op, alpha):
+        """alpha_ (exact) or coef_ (RFF), and intercept_ (0 without fit_intercept)."""
+        self._alpha = alpha
+        s = float(self.intercept_scaling) if self.fit_intercept else 0.0
+        if self.n_components is None:
+            self._bias = s * s * alpha.sum(0)
+            self.alpha_ = self._out(alpha)
+        else:
+            M = int(self.n_components)
+            self._theta = op.theta[:M]
+            self._bias = s * op.theta[M] if self.fit_intercept else torch.zeros_like(op.theta[0])
+            self.coef_ = self._out(self._theta)
+        bias = self._bias.detach().cpu().numpy()
+        self.intercept_ = float(bias[0]) if bias.shape[0] == 1 and self._single_output else bias
 
     def _store_certificate(self, res, options):
         """The fitted certificate attributes (worst output; per-output values in history_)."""
@@ -290,11 +319,11 @@ class _JokerBase(BaseEstimator):
             out = torch.empty((Xc.shape[0], self._theta.shape[1]), dtype=Xc.dtype, device=Xc.device)
             for i in range(0, Xc.shape[0], 4096):
                 out[i:i + 4096] = self.feature_map_.transform_tensor(Xc[i:i + 4096]) @ self._theta
-            return out
+            return out + self._bias
         # Only the support (non-zero rows of alpha) contributes: for an SVM most
         # of the training set drops out.
         sv = torch.nonzero(self._alpha.abs().sum(1) > 0).flatten()
-        return kernel_matmul(Xc, self._X_fit[sv], self._alpha[sv], self.kernel, self.sigma_)
+        return kernel_matmul(Xc, self._X_fit[sv], self._alpha[sv], self.kernel, self.sigma_) + self._bias
 
     def _decision(self, X):
         check_is_fitted(self, "n_epochs_")
@@ -363,11 +392,13 @@ class JokerRegressor(RegressorMixin, _JokerBase):
     def __init__(self, loss="squared", kernel="gaussian", sigma="median", lam=1.0, n_components=None,
                  block_size=DEFAULTS.block_size, tol=DEFAULTS.tol, kkt_tol=DEFAULTS.kkt_tol,
                  max_epochs=DEFAULTS.max_epochs, max_time=DEFAULTS.max_time, epsilon=0.1, delta=1.0,
-                 device="cpu", dtype="float64", random_state=None, solver_options=None, verbose=DEFAULTS.verbose):
+                 device="cpu", dtype="float64", random_state=None, solver_options=None, verbose=DEFAULTS.verbose,
+                 fit_intercept=False, intercept_scaling=1.0):
         super().__init__(loss=loss, kernel=kernel, sigma=sigma, lam=lam, n_components=n_components,
                          block_size=block_size, tol=tol, kkt_tol=kkt_tol, max_epochs=max_epochs,
                          max_time=max_time, epsilon=epsilon, delta=delta, device=device, dtype=dtype,
-                         random_state=random_state, solver_options=solver_options, verbose=verbose)
+                         random_state=random_state, solver_options=solver_options, verbose=verbose,
+                         fit_intercept=fit_intercept, intercept_scaling=intercept_scaling)
 
     def fit(self, X, y):
         """Fit the model.
@@ -457,12 +488,12 @@ class JokerClassifier(ClassifierMixin, _JokerBase):
                  block_size=DEFAULTS.block_size, tol=DEFAULTS.tol, kkt_tol=DEFAULTS.kkt_tol,
                  max_epochs=DEFAULTS.max_epochs, max_time=DEFAULTS.max_time, odm_theta=0.1, odm_upsilon=0.5,
                  device="cpu", dtype="float64", random_state=None, solver_options=None,
-                 verbose=DEFAULTS.verbose):
+                 verbose=DEFAULTS.verbose, fit_intercept=False, intercept_scaling=1.0):
         super().__init__(loss=loss, kernel=kernel, sigma=sigma, lam=lam, n_components=n_components,
                          block_size=block_size, tol=tol, kkt_tol=kkt_tol, max_epochs=max_epochs,
                          max_time=max_time, odm_theta=odm_theta, odm_upsilon=odm_upsilon, device=device,
                          dtype=dtype, random_state=random_state, solver_options=solver_options,
-                         verbose=verbose)
+                         verbose=verbose, fit_intercept=fit_intercept, intercept_scaling=intercept_scaling)
 
     def fit(self, X, y):
         """Fit the classifier.

@@ -92,10 +92,12 @@ class SolverOptions:
         Cap on CG iterations (products with the block Hessian, O(|B|^2 C)
         each) per block visit, over all its trust-region iterations.
     min_cg_iter : int or None
-        Floor of the per-visit CG budget; None: 50 with the exact kernel
-        (small or ill-conditioned problems, e.g. KRR at lam = 1e-3 on a few
-        hundred points, need it), 10 with random features (where a
+        Floor of the starting per-visit CG budget; None: 50 with the exact
+        kernel (small or ill-conditioned problems, e.g. KRR at lam = 1e-3 on
+        a few hundred points, need it), 10 with random features (where a
         Hessian product costs as much as a quarter of the block's features).
+        After an epoch in which most visits ran out of their budget, the
+        budget doubles, up to ``max_cg_iter`` (budget rule of issue 12).
     boundary_fraction : float
         For non-quadratic h (KLR): a step covers at most this fraction of
         the distance of each variable to its bound (interior-point rule).
@@ -341,6 +343,25 @@ class _Run:
         self.step_duals = []
         self.lag = None
         self.epoch_max_res = 0.0  # largest block residual met at a visit this epoch
+        self.epoch_visits = 0  # block-column visits that ran the inner solver this epoch
+        self.epoch_starved = 0  # ... and those that ended on the CG budget
+
+    def adapt_cg_budget(self):
+        """Double the per-visit CG budget (up to max_cg_iter) when most visits of the epoch ran out of it.
+
+        The starting budget follows the cost of a block (``inner_work_ratio``);
+        on ill-conditioned blocks (small lam, random features, KLR near its
+        bounds, SVR) that budget stops most visits before their residual has
+        fallen by ``block_rtol``, and the outer iteration stalls on inexact
+        block solves. Starved visits are the signal: the budget grows
+        geometrically, at most log2(max_cg_iter / floor) times in a solve.
+        """
+        if self.epoch_visits and 2 * self.epoch_starved > self.epoch_visits:
+            grown = min(self.opts.max_cg_iter, 2 * self.cg_budget)
+            if grown > self.cg_budget:
+                self.cg_budget = grown
+                self.stats["cg_budget"] = grown
+        self.epoch_visits = self.epoch_starved = 0
 
     def rescale_skipping(self, reference):
         """Skip blocks whose residual is <= skip_ratio * reference (the one place the threshold is set).
@@ -415,10 +436,12 @@ class _Run:
                 self.epoch_max_res = max(self.epoch_max_res, res)
                 if res == 0.0 or res <= self.skip_thresh:
                     return None
+                self.epoch_visits += 1
             elif res <= opts.block_rtol * first_res:
                 break
             budget = self.cg_budget - cg_used
             if budget <= 0:
+                self.epoch_starved += 1  # the visit ended on its CG budget, not on block_rtol
                 break
 
             if getattr(blk, "dense", False):
@@ -607,6 +630,7 @@ class _Driver:
         """
         run = self.run
         self.stalled = run.stats["accepted"] == self._accepted
+        run.adapt_cg_budget()
         if not self.lagged:
             return False
         # The last certificate is an epoch old: skip relative to the residuals met
