@@ -139,13 +139,7 @@ def residuals(loss, alpha, f, y, lam):
     -------
     tensor of shape (n, C), r >= 0, zero exactly at a KKT point.
     """
-    if loss.quadratic:
-        # prox of the piecewise-quadratic h plus the box, step 1 (k(x, x) = 1)
-        return torch.abs(alpha - loss.prox(alpha - f, y, lam))
-    lo, hi = loss.box(y, lam)
-    g = f + loss.dh(alpha, y, lam)
-    step = torch.nan_to_num(g / (1.0 + loss.d2h(alpha, y, lam)), nan=0.0)
-    return torch.abs(alpha - torch.minimum(torch.maximum(alpha - step, lo), hi))
+    return _step_residuals(loss, alpha, f, y, lam, newton=True)
 
 
 def gradient_residuals(loss, alpha, f, y, lam):
@@ -154,21 +148,25 @@ def gradient_residuals(loss, alpha, f, y, lam):
     ``|alpha - clip(alpha - (f + h'(alpha)), lo, hi)|`` (or the proximal map of
     h at step 1 for the kinked losses); the solver uses them to choose and skip
     blocks, on the same scale as the block residuals of its inner loop.
-
-    Parameters
-    ----------
-    loss : joker.losses.Loss
-    alpha, f, y : tensors of shape (n, C)
-    lam : float
-
-    Returns
-    -------
-    tensor of shape (n, C), >= 0.
+    Arguments and result (shape (n, C), >= 0) as for :func:`residuals`.
     """
-    if loss.kinked:
+    return _step_residuals(loss, alpha, f, y, lam, newton=False)
+
+
+def _step_residuals(loss, alpha, f, y, lam, newton):
+    """|alpha - a+| for one coordinate step a+ from alpha (shapes (n, C)).
+
+    The step is the proximal map of h plus the box at step 1 for the kinked
+    losses, and with ``newton`` for every piecewise-quadratic one (the exact
+    coordinate minimiser, k(x, x) = 1); otherwise a projected gradient step,
+    of length g / (1 + h'') with ``newton`` (logistic), g without.
+    """
+    if loss.kinked or (newton and loss.quadratic):
         return torch.abs(alpha - loss.prox(alpha - f, y, lam))
     lo, hi = loss.box(y, lam)
     g = f + loss.dh(alpha, y, lam)
+    if newton:
+        g = torch.nan_to_num(g / (1.0 + loss.d2h(alpha, y, lam)), nan=0.0)
     return torch.abs(alpha - torch.minimum(torch.maximum(alpha - g, lo), hi))
 
 

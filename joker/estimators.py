@@ -1,6 +1,6 @@
 """scikit-learn estimators around DBCD-TR: JokerRegressor and JokerClassifier.
 
-Both solve the Joker dual (Joker, Thm. 1; joker-math.md s.1) with the exact
+Both solve the Joker dual (Joker, Thm. 1; docs/dual.md s.1) with the exact
 kernel (``n_components=None``, K alpha maintained, the n x n matrix never
 formed) or with M random Fourier features (``n_components=M``, theta =
 Psi^T alpha maintained), and certify every fit with the relative duality gap

@@ -1,6 +1,6 @@
 """Random Fourier features (Rahimi and Recht, 2007) for the Joker kernels.
 
-psi(x) = sqrt(2/M) cos(W x + b), b ~ U[0, 2 pi) (joker-math.md s.3):
+psi(x) = sqrt(2/M) cos(W x + b), b ~ U[0, 2 pi) (docs/dual.md s.3):
 
 - Gaussian exp(-||x - z||^2 / (2 sigma^2)): rows of W ~ N(0, sigma^-2 I);
 - Laplacian exp(-||x - z||_2 / sigma) (L2 norm): rows of W multivariate

@@ -1,6 +1,6 @@
 """Kernel operators of the two Joker paths: exact kernel and random features.
 
-Both keep what makes a block step cheap (joker-math.md s.3-4):
+Both keep what makes a block step cheap (docs/dual.md s.3-4):
 
 - :class:`ExactKernelOperator` maintains f = K alpha (shape (n, C)); a block
   needs K_BB (|B|^2 d work) and the update f += K_{:,B'} s_{B'} costs

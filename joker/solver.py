@@ -1,11 +1,11 @@
 """DBCD-TR: dual block-coordinate descent with a trust region (Joker, Alg. 1-2).
 
-The solver minimises the Joker dual (joker-math.md s.1)::
+The solver minimises the Joker dual (docs/dual.md s.1)::
 
     J(alpha) = 1/2 alpha^T K alpha + sum_i h_i(alpha_i),   lo_i <= alpha_i <= hi_i
 
 over blocks B of a random permutation of the samples (one permutation per
-epoch, seeded). For each block (joker-math.md s.4):
+epoch, seeded). For each block (docs/dual.md s.4):
 
 1. g = (K alpha)_B + h'(alpha_B), Q = K_BB + diag(h''(alpha_B));
 2. a trust-region step s from the truncated projected CG-Steihaug solve of
@@ -462,7 +462,7 @@ class _Run:
                 continue
             KS = blk.mv(S)
             a_new = a + S
-            # Actual change of J, exact, with no new kernel rows (joker-math.md s.4 step 3).
+            # Actual change of J, exact, with no new kernel rows (docs/dual.md s.4 step 3).
             actual = float((S * gs).sum() + 0.5 * (S * KS).sum()
                            + (loss.h(a_new, y, lam) - loss.h(a, y, lam)).sum())
             rho = actual / pred

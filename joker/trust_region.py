@@ -1,6 +1,6 @@
 """Truncated projected CG-Steihaug for the box-constrained trust-region block step.
 
-Solves approximately (Joker, Alg. 2; joker-math.md s.4 step 2)::
+Solves approximately (Joker, Alg. 2; docs/dual.md s.4 step 2)::
 
     min_s  m(s) = g.s + s.Q s / 2   s.t.  lo <= s <= hi,  ||s|| <= radius
 
