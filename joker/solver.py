@@ -346,17 +346,19 @@ class _Run:
         self.epoch_visits = 0  # block-column visits that ran the inner solver this epoch
         self.epoch_starved = 0  # ... and those that ended on the CG budget
 
-    def adapt_cg_budget(self):
-        """Double the per-visit CG budget (up to max_cg_iter) when most visits of the epoch ran out of it.
+    def adapt_cg_budget(self, slow):
+        """Double the per-visit CG budget (up to max_cg_iter) when most visits of a slow epoch ran out of it.
 
         The starting budget follows the cost of a block (``inner_work_ratio``);
         on ill-conditioned blocks (small lam, random features, KLR near its
         bounds, SVR) that budget stops most visits before their residual has
         fallen by ``block_rtol``, and the outer iteration stalls on inexact
-        block solves. Starved visits are the signal: the budget grows
-        geometrically, at most log2(max_cg_iter / floor) times in a solve.
+        block solves. Starved visits while the gap falls by less than half per
+        certificate (``slow``) are the signal: the budget grows geometrically,
+        at most log2(max_cg_iter / floor) times in a solve. A fast solve keeps
+        the cheap budget even when its visits are cut short.
         """
-        if self.epoch_visits and 2 * self.epoch_starved > self.epoch_visits:
+        if slow and self.epoch_visits and 2 * self.epoch_starved > self.epoch_visits:
             grown = min(self.opts.max_cg_iter, 2 * self.cg_budget)
             if grown > self.cg_budget:
                 self.cg_budget = grown
@@ -630,7 +632,8 @@ class _Driver:
         """
         run = self.run
         self.stalled = run.stats["accepted"] == self._accepted
-        run.adapt_cg_budget()
+        h = self.history
+        run.adapt_cg_budget(len(h) >= 2 and h[-1]["gap"] > 0.5 * h[-2]["gap"])
         if not self.lagged:
             return False
         # The last certificate is an epoch old: skip relative to the residuals met
