@@ -339,7 +339,8 @@ class JokerRegressor(RegressorMixin, _JokerBase):
     """Kernel regression by Joker: KRR, Huber or SVR, exact or random features.
 
     Minimises lam/2 ||theta||^2 + sum_i loss(y_i, <theta, phi(x_i)>) (no
-    intercept) through its dual (Joker, Thm. 1) by DBCD-TR (Joker, Alg. 1).
+    intercept unless ``fit_intercept``: then a regularised bias, docs/dual.md
+    s.5) through its dual (Joker, Thm. 1) by DBCD-TR (Joker, Alg. 1).
     f(x) = sum_i alpha_i k(x_i, x) (exact) or psi(x) . theta (RFF).
 
     Parameters
@@ -377,6 +378,10 @@ class JokerRegressor(RegressorMixin, _JokerBase):
         (worst output), gaps and kkts (lists, one value per output).
     fit_time_ : float
         Seconds spent in fit.
+    intercept_ : float or ndarray of shape (n_outputs,)
+        The bias b (0.0 without ``fit_intercept``).
+    X_mean_ : tensor of shape (n_features,)
+        Mean of the training inputs, subtracted in float64 before any cast.
 
     Raises
     ------

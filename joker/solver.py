@@ -303,6 +303,13 @@ def _orthants(loss, a, gs, y, lam, lo, hi):
     return l, q, lo_e, hi_e
 
 
+def _block_hessian(blk, q):
+    """Q = K_BB + diag(q): the matrix for a dense exact block, else a product callable."""
+    if getattr(blk, "dense", False):
+        return blk.K + torch.diag(q.flatten()) if bool(q.any()) else blk.K
+    return lambda P: blk.mv(P) + q * P
+
+
 def _residual(a, g, lo, hi):
     return torch.abs(a - torch.minimum(torch.maximum(a - g, lo), hi))
 
@@ -445,16 +452,9 @@ class _Run:
             if budget <= 0:
                 self.epoch_starved += 1  # the visit ended on its CG budget, not on block_rtol
                 break
-
-            if getattr(blk, "dense", False):
-                Qmv = blk.K + torch.diag(q.flatten()) if bool(q.any()) else blk.K
-            else:
-                def Qmv(P, _q=q):
-                    return blk.mv(P) + _q * P
-
             radius = self.radius[c]
-            S, pred, n_cg = box_tr_cg(g, Qmv, lo_e - a, hi_e - a, radius=radius, max_iter=budget,
-                                      rtol=opts.cg_rtol, max_restarts=opts.max_restarts)
+            S, pred, n_cg = box_tr_cg(g, _block_hessian(blk, q), lo_e - a, hi_e - a, radius=radius,
+                                      max_iter=budget, rtol=opts.cg_rtol, max_restarts=opts.max_restarts)
             cg_used += n_cg
             self.stats["cg_iter"] += n_cg
             if pred >= 0.0:
