@@ -1,6 +1,6 @@
 """scikit-learn estimators around DBCD-TR: JokerRegressor and JokerClassifier.
 
-Both solve the Joker dual (Joker, Thm. 1; joker-math.md s.1) with the exact
+Both solve the Joker dual (Joker, Thm. 1; docs/dual.md s.1) with the exact
 kernel (``n_components=None``, K alpha maintained, the n x n matrix never
 formed) or with M random Fourier features (``n_components=M``, theta =
 Psi^T alpha maintained), and certify every fit with the relative duality gap
@@ -22,10 +22,11 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from .features import RandomFourierFeatures
+from .inputs import as_float64
 from .kernels import KERNELS, kernel_matmul, median_sigma
 from .losses import CLASSIFICATION_LOSSES, REGRESSION_LOSSES, make_loss
 from .operators import ExactKernelOperator, RFFOperator
-from .solver import SolverOptions, dbcd_tr, warn_not_converged
+from .solver import DEFAULTS, SolverOptions, dbcd_tr, warn_not_converged
 
 __all__ = ["JokerRegressor", "JokerClassifier", "ConvergenceWarning"]
 
@@ -35,6 +36,8 @@ class ConvergenceWarning(_SkConvergenceWarning):
 
 
 _DTYPES = {"float64": torch.float64, "float32": torch.float32}
+# Knobs that are both estimator parameters and SolverOptions fields (defaults: joker.solver.DEFAULTS).
+_SHARED_KNOBS = ("block_size", "tol", "kkt_tol", "max_epochs", "max_time", "verbose")
 
 
 def _is_tensor(a):
@@ -75,9 +78,11 @@ class _JokerBase(BaseEstimator):
     block_size : int
         Block size |B| >= 1 (clipped to n_samples).
     tol : float
-        Target relative duality gap.
+        Target relative duality gap (P + lam J) / P of every output
+        (``docs/certificates.md``).
     kkt_tol : float or None
-        Target normalised KKT residual (None: not required).
+        Target normalised KKT residual of every output; None: sqrt(tol);
+        ``math.inf``: not required. ``converged_`` needs both.
     max_epochs : int
         Epoch budget.
     max_time : float or None
@@ -94,16 +99,31 @@ class _JokerBase(BaseEstimator):
     random_state : int, RandomState or None
         Seeds block order and RFF draws.
     solver_options : dict or None
-        Extra :class:`joker.solver.SolverOptions` fields.
+        Extra :class:`joker.solver.SolverOptions` fields. A knob that is also
+        a parameter here (block_size, tol, kkt_tol, max_epochs, max_time,
+        verbose) may appear only with the parameter's value (ValueError
+        otherwise). Defaults of all knobs: ``joker.solver.DEFAULTS``.
     verbose : int
+    fit_intercept : bool, default False
+        Fit a bias b: f(x) = sum_i alpha_i k(x_i, x) + b, done the way a dual
+        method can, by adding the constant s^2 (s = ``intercept_scaling``) to
+        the kernel (a constant feature s with random features). The bias is
+        regularised: the primal becomes lam/2 (||theta||^2 + (b / s)^2) + sum
+        of losses, as LIBLINEAR's synthetic feature; a larger s penalises b
+        less (s -> inf: LIBSVM's free bias, whose equality constraint
+        sum_i alpha_i = 0 a block method cannot keep). Default False: the
+        model of the Joker paper (no intercept).
+    intercept_scaling : float, default 1.0
+        s above (> 0).
     """
 
     _losses = {}
 
-    def __init__(self, loss, kernel="gaussian", sigma="median", lam=1.0, n_components=None, block_size=256,
-                 tol=1e-3, kkt_tol=None, max_epochs=100, max_time=None, epsilon=0.1, delta=1.0, odm_theta=0.1,
+    def __init__(self, loss, kernel="gaussian", sigma="median", lam=1.0, n_components=None,
+                 block_size=DEFAULTS.block_size, tol=DEFAULTS.tol, kkt_tol=DEFAULTS.kkt_tol,
+                 max_epochs=DEFAULTS.max_epochs, max_time=DEFAULTS.max_time, epsilon=0.1, delta=1.0, odm_theta=0.1,
                  odm_upsilon=0.5, device="cpu", dtype="float64", random_state=None, solver_options=None,
-                 verbose=0):
+                 verbose=DEFAULTS.verbose, fit_intercept=False, intercept_scaling=1.0):
         self.loss = loss
         self.kernel = kernel
         self.sigma = sigma
@@ -123,6 +143,8 @@ class _JokerBase(BaseEstimator):
         self.random_state = random_state
         self.solver_options = solver_options
         self.verbose = verbose
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
 
     # ------------------------------------------------------------------ checks
     def _check_params(self):
@@ -156,8 +178,9 @@ class _JokerBase(BaseEstimator):
         if not (isinstance(self.tol, numbers.Real) and self.tol >= 0):
             raise ValueError(f"tol must be a number >= 0, got {self.tol!r}")
         if self.kkt_tol is not None and not (isinstance(self.kkt_tol, numbers.Real) and not isinstance(self.kkt_tol, bool)
-                                             and np.isfinite(self.kkt_tol) and self.kkt_tol >= 0):
-            raise ValueError(f"kkt_tol must be None or a finite number >= 0, got {self.kkt_tol!r}")
+                                             and self.kkt_tol >= 0):
+            raise ValueError(f"kkt_tol must be None (sqrt(tol)) or a number >= 0 (inf: not required), "
+                             f"got {self.kkt_tol!r}")
         if self.max_time is not None and not (isinstance(self.max_time, numbers.Real) and self.max_time > 0):
             raise ValueError(f"max_time must be None or a number of seconds > 0, got {self.max_time!r}")
         if self.dtype not in _DTYPES:
@@ -169,19 +192,23 @@ class _JokerBase(BaseEstimator):
         if torch.device(self.device).type == "cuda" and not torch.cuda.is_available():
             raise ValueError(f"device={self.device!r} but this torch build or machine has no CUDA device; "
                              "use device='cpu'")
+        if not isinstance(self.fit_intercept, (bool, np.bool_)):
+            raise TypeError(f"fit_intercept must be True or False, got {self.fit_intercept!r}")
+        if isinstance(self.intercept_scaling, bool) or not isinstance(self.intercept_scaling, numbers.Real) \
+                or not (np.isfinite(self.intercept_scaling) and self.intercept_scaling > 0):
+            raise ValueError(f"intercept_scaling must be a finite number > 0, got {self.intercept_scaling!r}")
         if self.solver_options is not None and not isinstance(self.solver_options, dict):
             raise TypeError("solver_options must be a dict of joker.solver.SolverOptions fields")
         return make_loss(self.loss, epsilon=self.epsilon, delta=self.delta, odm_theta=self.odm_theta,
                          odm_upsilon=self.odm_upsilon)
 
     def _torch(self, A):
-        dt = _DTYPES[self.dtype]
-        if _is_tensor(A):
-            return A.detach().to(device=self.device, dtype=dt)
-        A = np.asarray(A)
-        if not A.flags.writeable or not A.flags.c_contiguous:
-            A = np.array(A, copy=True, order="C")
-        return torch.from_numpy(A).to(device=self.device, dtype=dt)
+        """Any array or tensor (any layout) as a tensor of ``dtype`` on ``device``, via float64."""
+        return as_float64(A, device=self.device).to(_DTYPES[self.dtype])
+
+    def _centred(self, X):
+        """(X - X_mean_) computed in float64, then cast to ``dtype`` (tensor on ``device``)."""
+        return (as_float64(X, device=self.device) - self._X_mean64).to(_DTYPES[self.dtype])
 
     def _validate_X(self, X, reset):
         if _is_tensor(X):
@@ -200,53 +227,74 @@ class _JokerBase(BaseEstimator):
         t0 = time.perf_counter()
         for attr in ("alpha_", "coef_", "feature_map_", "X_mean_"):  # nothing of an earlier fit survives
             self.__dict__.pop(attr, None)
-        if self.n_components is None:
-            # Centre before any cast to float32: kernels are shift-invariant, and a
-            # large offset would otherwise round the inputs themselves.
-            X64 = X.detach().to(torch.float64) if _is_tensor(X) else torch.from_numpy(np.asarray(X, dtype=np.float64))
-            mean64 = X64.mean(0)
-            Xt = self._torch(X64 - mean64)
-            self._X_mean64 = mean64.to(device=Xt.device)
-        else:
-            Xt = self._torch(X)
-        n = Xt.shape[0]
-        if self.sigma == "median":
-            if n < 2:
-                raise ValueError("the median heuristic for sigma needs at least 2 samples, got 1 sample; "
-                                 "give sigma explicitly")
-            try:
-                self.sigma_ = median_sigma(Xt, n=5000, seed=0)
-            except ValueError:
-                self.sigma_ = 1.0  # all rows identical: any bandwidth gives the same kernel (all ones)
-        else:
-            self.sigma_ = float(self.sigma)
-        opts = dict(self.solver_options or {})
-        opts.setdefault("block_size", int(self.block_size))
-        opts.setdefault("tol", float(self.tol))
-        opts.setdefault("kkt_tol", self.kkt_tol)
-        opts.setdefault("max_epochs", int(self.max_epochs))
-        opts.setdefault("max_time", self.max_time)
-        opts.setdefault("verbose", int(self.verbose))
-        options = SolverOptions.from_dict(opts)
-        rs = check_random_state(self.random_state)
-        seed = int(rs.randint(np.iinfo(np.int32).max))
-        C = Y.shape[1]
-        if self.n_components is None:
-            self.X_mean_ = self._X_mean64.to(Xt.dtype)
-            self._X_fit = Xt  # centred in float64 above
-            op = ExactKernelOperator(self._X_fit, self.kernel, self.sigma_, C)
-        else:
-            self.feature_map_ = RandomFourierFeatures(int(self.n_components), self.kernel, self.sigma_,
-                                                      random_state=seed, dtype=Xt.dtype,
-                                                      device=Xt.device).fit(Xt)
-            op = RFFOperator(Xt, self.feature_map_, C)
+        options = self._solver_options()
+        # Centre in float64 before any cast to float32, on both paths: the kernels
+        # are shift-invariant, and a large offset would otherwise round the inputs.
+        self._X_mean64 = as_float64(X, device=self.device).mean(0)
+        Xt = self._centred(X)
+        self.X_mean_ = self._X_mean64.to(Xt.dtype)
+        self.sigma_ = self._bandwidth(Xt)
+        seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
+        op = self._operator(X, Xt, Y.shape[1], seed)
         res = dbcd_tr(op, loss, Y, float(self.lam), options, seed=seed)
-        self._alpha = res.alpha
+        self._store_model(op, res.alpha)
+        self._store_certificate(res, options)
+        self.fit_time_ = time.perf_counter() - t0
+        warn_not_converged(res, options.tol, ConvergenceWarning, options.kkt_target)
+        return self
+
+    def _solver_options(self):
+        """SolverOptions from the parameters and ``solver_options`` (conflicts: ValueError)."""
+        opts = dict(self.solver_options or {})
+        SolverOptions.from_dict(opts)  # bad names and values are reported as the option's own error
+        params = {"block_size": int(self.block_size), "tol": float(self.tol), "kkt_tol": self.kkt_tol,
+                  "max_epochs": int(self.max_epochs), "max_time": self.max_time, "verbose": int(self.verbose)}
+        for name in _SHARED_KNOBS:
+            if name in opts and opts[name] != params[name]:
+                raise ValueError(f"{name} is given both as a parameter ({params[name]!r}) and in solver_options "
+                                 f"({opts[name]!r}); give it once")
+            opts[name] = params[name]
+        return SolverOptions.from_dict(opts)
+
+    def _bandwidth(self, Xt):
+        """sigma, or the median heuristic on the (centred) training inputs."""
+        if self.sigma != "median":
+            return float(self.sigma)
+        if Xt.shape[0] < 2:
+            raise ValueError("the median heuristic for sigma needs at least 2 samples, got 1 sample; "
+                             "give sigma explicitly")
+        try:
+            return median_sigma(Xt, n=5000, seed=0)
+        except ValueError:
+            return 1.0  # all rows identical: any bandwidth gives the same kernel (all ones)
+
+    def _operator(self, X, Xt, n_outputs, seed):
+        """The exact-kernel or random-feature operator on the centred inputs Xt."""
+        s = float(self.intercept_scaling) if self.fit_intercept else None
         if self.n_components is None:
-            self.alpha_ = self._out(res.alpha)
+            self._X_fit = Xt
+            return ExactKernelOperator(Xt, self.kernel, self.sigma_, n_outputs, offset=0.0 if s is None else s * s)
+        self.feature_map_ = RandomFourierFeatures(int(self.n_components), self.kernel, self.sigma_,
+                                                  random_state=seed, dtype=Xt.dtype, device=Xt.device).fit(X)
+        return RFFOperator(Xt, self.feature_map_, n_outputs, intercept_scaling=s)
+
+    def _store_model(self, op, alpha):
+        """alpha_ (exact) or coef_ (RFF), and intercept_ (0 without fit_intercept)."""
+        self._alpha = alpha
+        s = float(self.intercept_scaling) if self.fit_intercept else 0.0
+        if self.n_components is None:
+            self._bias = s * s * alpha.sum(0)
+            self.alpha_ = self._out(alpha)
         else:
-            self._theta = op.theta
-            self.coef_ = self._out(op.theta)
+            M = int(self.n_components)
+            self._theta = op.theta[:M]
+            self._bias = s * op.theta[M] if self.fit_intercept else torch.zeros_like(op.theta[0])
+            self.coef_ = self._out(self._theta)
+        bias = self._bias.detach().cpu().numpy()
+        self.intercept_ = float(bias[0]) if bias.shape[0] == 1 and self._single_output else bias
+
+    def _store_certificate(self, res, options):
+        """The fitted certificate attributes (worst output; per-output values in history_)."""
         cert = res.certificate
         self.primal_ = cert.primal
         self.dual_ = cert.dual
@@ -259,9 +307,6 @@ class _JokerBase(BaseEstimator):
         self.solver_stats_ = res.stats
         if options.trace_steps:
             self.step_duals_ = np.asarray(res.step_duals)
-        self.fit_time_ = time.perf_counter() - t0
-        warn_not_converged(res, options.tol, ConvergenceWarning, options.kkt_tol)
-        return self
 
     def _out(self, T):
         A = T.detach().cpu().numpy()
@@ -269,19 +314,16 @@ class _JokerBase(BaseEstimator):
 
     def _raw_decision(self, X):
         """f(X) as a tensor of shape (m, C)."""
+        Xc = self._centred(X)
         if self.n_components is not None:
-            Xt = self._torch(X)
-            out = torch.empty((Xt.shape[0], self._theta.shape[1]), dtype=Xt.dtype, device=Xt.device)
-            for i in range(0, Xt.shape[0], 4096):
-                out[i:i + 4096] = self.feature_map_._transform(Xt[i:i + 4096]) @ self._theta
-            return out
+            out = torch.empty((Xc.shape[0], self._theta.shape[1]), dtype=Xc.dtype, device=Xc.device)
+            for i in range(0, Xc.shape[0], 4096):
+                out[i:i + 4096] = self.feature_map_.transform_tensor(Xc[i:i + 4096]) @ self._theta
+            return out + self._bias
         # Only the support (non-zero rows of alpha) contributes: for an SVM most
         # of the training set drops out.
         sv = torch.nonzero(self._alpha.abs().sum(1) > 0).flatten()
-        Xf = self._X_fit[sv]
-        Xq = X.detach().to(torch.float64) if _is_tensor(X) else torch.from_numpy(np.asarray(X, dtype=np.float64))
-        Xc = self._torch(Xq - self._X_mean64.to(Xq.device))
-        return kernel_matmul(Xc, Xf, self._alpha[sv], self.kernel, self.sigma_)
+        return kernel_matmul(Xc, self._X_fit[sv], self._alpha[sv], self.kernel, self.sigma_) + self._bias
 
     def _decision(self, X):
         check_is_fitted(self, "n_epochs_")
@@ -297,7 +339,8 @@ class JokerRegressor(RegressorMixin, _JokerBase):
     """Kernel regression by Joker: KRR, Huber or SVR, exact or random features.
 
     Minimises lam/2 ||theta||^2 + sum_i loss(y_i, <theta, phi(x_i)>) (no
-    intercept) through its dual (Joker, Thm. 1) by DBCD-TR (Joker, Alg. 1).
+    intercept unless ``fit_intercept``: then a regularised bias, docs/dual.md
+    s.5) through its dual (Joker, Thm. 1) by DBCD-TR (Joker, Alg. 1).
     f(x) = sum_i alpha_i k(x_i, x) (exact) or psi(x) . theta (RFF).
 
     Parameters
@@ -320,9 +363,10 @@ class JokerRegressor(RegressorMixin, _JokerBase):
     sigma_ : float
         Bandwidth used.
     dual_gap_ : float
-        Relative duality gap (P + lam J) / max(1, |P|) at the end.
+        Relative duality gap (P_c + lam J_c) / P_c at the end, worst output c
+        (``docs/certificates.md``).
     kkt_residual_ : float
-        Normalised KKT residual at the end (joker-math.md s.1).
+        Normalised KKT residual at the end, worst output.
     primal_, dual_, dual_objective_ : float
         P(theta), -lam J(alpha), J(alpha).
     n_epochs_ : int
@@ -330,9 +374,14 @@ class JokerRegressor(RegressorMixin, _JokerBase):
         True when the certificate met tol (and kkt_tol); else a
         :class:`ConvergenceWarning` was emitted.
     history_ : list of dict
-        Certificates every ``check_every`` epochs: epoch, seconds, dual, primal, gap, kkt.
+        Certificates every ``check_every`` epochs: epoch, seconds, dual, primal, gap, kkt
+        (worst output), gaps and kkts (lists, one value per output).
     fit_time_ : float
         Seconds spent in fit.
+    intercept_ : float or ndarray of shape (n_outputs,)
+        The bias b (0.0 without ``fit_intercept``).
+    X_mean_ : tensor of shape (n_features,)
+        Mean of the training inputs, subtracted in float64 before any cast.
 
     Raises
     ------
@@ -346,12 +395,15 @@ class JokerRegressor(RegressorMixin, _JokerBase):
     _losses = REGRESSION_LOSSES
 
     def __init__(self, loss="squared", kernel="gaussian", sigma="median", lam=1.0, n_components=None,
-                 block_size=256, tol=1e-3, kkt_tol=None, max_epochs=100, max_time=None, epsilon=0.1, delta=1.0,
-                 device="cpu", dtype="float64", random_state=None, solver_options=None, verbose=0):
+                 block_size=DEFAULTS.block_size, tol=DEFAULTS.tol, kkt_tol=DEFAULTS.kkt_tol,
+                 max_epochs=DEFAULTS.max_epochs, max_time=DEFAULTS.max_time, epsilon=0.1, delta=1.0,
+                 device="cpu", dtype="float64", random_state=None, solver_options=None, verbose=DEFAULTS.verbose,
+                 fit_intercept=False, intercept_scaling=1.0):
         super().__init__(loss=loss, kernel=kernel, sigma=sigma, lam=lam, n_components=n_components,
                          block_size=block_size, tol=tol, kkt_tol=kkt_tol, max_epochs=max_epochs,
                          max_time=max_time, epsilon=epsilon, delta=delta, device=device, dtype=dtype,
-                         random_state=random_state, solver_options=solver_options, verbose=verbose)
+                         random_state=random_state, solver_options=solver_options, verbose=verbose,
+                         fit_intercept=fit_intercept, intercept_scaling=intercept_scaling)
 
     def fit(self, X, y):
         """Fit the model.
@@ -438,14 +490,15 @@ class JokerClassifier(ClassifierMixin, _JokerBase):
     _losses = CLASSIFICATION_LOSSES
 
     def __init__(self, loss="squared_hinge", kernel="gaussian", sigma="median", lam=1.0, n_components=None,
-                 block_size=256, tol=1e-3, kkt_tol=None, max_epochs=100, max_time=None, odm_theta=0.1,
-                 odm_upsilon=0.5, device="cpu", dtype="float64", random_state=None, solver_options=None,
-                 verbose=0):
+                 block_size=DEFAULTS.block_size, tol=DEFAULTS.tol, kkt_tol=DEFAULTS.kkt_tol,
+                 max_epochs=DEFAULTS.max_epochs, max_time=DEFAULTS.max_time, odm_theta=0.1, odm_upsilon=0.5,
+                 device="cpu", dtype="float64", random_state=None, solver_options=None,
+                 verbose=DEFAULTS.verbose, fit_intercept=False, intercept_scaling=1.0):
         super().__init__(loss=loss, kernel=kernel, sigma=sigma, lam=lam, n_components=n_components,
                          block_size=block_size, tol=tol, kkt_tol=kkt_tol, max_epochs=max_epochs,
                          max_time=max_time, odm_theta=odm_theta, odm_upsilon=odm_upsilon, device=device,
                          dtype=dtype, random_state=random_state, solver_options=solver_options,
-                         verbose=verbose)
+                         verbose=verbose, fit_intercept=fit_intercept, intercept_scaling=intercept_scaling)
 
     def fit(self, X, y):
         """Fit the classifier.

@@ -1,6 +1,6 @@
 """Random Fourier features (Rahimi and Recht, 2007) for the Joker kernels.
 
-psi(x) = sqrt(2/M) cos(W x + b), b ~ U[0, 2 pi) (joker-math.md s.3):
+psi(x) = sqrt(2/M) cos(W x + b), b ~ U[0, 2 pi) (docs/dual.md s.3):
 
 - Gaussian exp(-||x - z||^2 / (2 sigma^2)): rows of W ~ N(0, sigma^-2 I);
 - Laplacian exp(-||x - z||_2 / sigma) (L2 norm): rows of W multivariate
@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from .inputs import as_float64
 from .kernels import check_kernel
 
 __all__ = ["RandomFourierFeatures"]
@@ -40,6 +41,11 @@ class RandomFourierFeatures:
     ----------
     W_ : tensor of shape (n_components, n_features)
     b_ : tensor of shape (n_components,)
+    center_ : float64 tensor of shape (n_features,)
+        Mean of the fitted inputs, subtracted in float64 before the cast to
+        ``dtype`` (the kernel is shift-invariant, so psi(x - center_) is a
+        feature map of the same kernel; in float32 it keeps inputs with a
+        large offset from being rounded).
 
     Raises
     ------
@@ -73,6 +79,7 @@ class RandomFourierFeatures:
         self
         """
         d = int(X.shape[1])
+        self.center_ = as_float64(X, device=self.device).mean(0)
         rng = np.random.default_rng(self.random_state)
         M = self.n_components
         Z = rng.standard_normal((M, d))
@@ -89,23 +96,42 @@ class RandomFourierFeatures:
         return self
 
     def transform(self, X):
-        """Feature map psi(X) = sqrt(2/M) cos(X W^T + b).
+        """Feature map psi(X) = sqrt(2/M) cos((X - center_) W^T + b).
 
         Parameters
         ----------
         X : array-like or tensor of shape (n_samples, n_features)
+            Any layout; centred in float64, then cast to ``dtype``.
 
         Returns
         -------
         tensor of shape (n_samples, n_components) (numpy array when X is numpy).
+
+        Raises
+        ------
+        ValueError
+            X is not 2-D with ``n_features_in_`` columns.
         """
         as_numpy = not torch.is_tensor(X)
-        Xt = torch.as_tensor(np.asarray(X) if as_numpy else X, dtype=self.dtype, device=self.device)
-        if Xt.ndim != 2 or Xt.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {tuple(Xt.shape)} shape; expected (n_samples, {self.n_features_in_})")
-        out = self._transform(Xt)
+        X64 = as_float64(X, device=self.device)
+        if X64.ndim != 2 or X64.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {tuple(X64.shape)} shape; expected (n_samples, {self.n_features_in_})")
+        out = self.transform_tensor((X64 - self.center_).to(self.dtype))
         return out.cpu().numpy() if as_numpy else out
 
-    def _transform(self, X):
-        P = torch.addmm(self.b_, X, self.W_.T)
+    def transform_tensor(self, Xc):
+        """psi of inputs already centred (X - center_), with no checks or copies.
+
+        The fast path of the solver's operators and of predict, which centre
+        once in float64 and cast once.
+
+        Parameters
+        ----------
+        Xc : tensor of shape (n_samples, n_features), of ``dtype`` on ``device``
+
+        Returns
+        -------
+        tensor of shape (n_samples, n_components)
+        """
+        P = torch.addmm(self.b_, Xc, self.W_.T)
         return P.cos_().mul_((2.0 / self.n_components) ** 0.5)

@@ -1,6 +1,6 @@
 """Gaussian and Laplacian kernel blocks with numerically safe distances.
 
-One bandwidth convention everywhere (joker-math.md s.3, DESIGN.md Conventions)::
+One bandwidth convention everywhere (docs/dual.md s.3)::
 
     Gaussian:  k(x, z) = exp(-||x - z||^2 / (2 sigma^2))
     Laplacian: k(x, z) = exp(-||x - z||_2 / sigma)      (L2 norm, not L1)

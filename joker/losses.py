@@ -1,7 +1,7 @@
 """Losses of the Joker template: primal value, dual term h, h', h'' and box.
 
 Every loss is one small object. The dual of Joker (Joker, Thm. 1; see
-``joker-math.md`` s.1-2) is
+``docs/dual.md`` s.1-2) is
 
     J(alpha) = 1/2 alpha^T K alpha + sum_i h_i(alpha_i),  lo_i <= alpha_i <= hi_i,
     h_i(a)   = (1/lam) conj_{y_i}(-lam a).
@@ -43,6 +43,7 @@ __all__ = [
     "make_loss",
     "REGRESSION_LOSSES",
     "CLASSIFICATION_LOSSES",
+    "LOSS_NAMES",
 ]
 
 
@@ -85,7 +86,7 @@ class Loss:
         raise NotImplementedError
 
     def box(self, y, lam):
-        """Box of the dual variables, ``lo <= alpha <= hi`` (joker-math.md s.2).
+        """Box of the dual variables, ``lo <= alpha <= hi`` (docs/dual.md s.2).
 
         Returns
         -------
@@ -155,7 +156,7 @@ class PiecewiseQuadraticLoss(Loss):
 
         ``argmin_a h(a) + (a - v)^2 / 2`` over the box; for a 1-D convex
         function the box is handled by clipping the unconstrained minimiser.
-        Used for the proximal KKT residual of kinked losses (joker-math.md s.1).
+        Used for the KKT residual (docs/certificates.md).
         """
         lp, qp, lm, qm = self.pieces(y, lam)
         pos = torch.clamp((v - lp) / (1.0 + qp), min=0.0)
@@ -168,7 +169,7 @@ class PiecewiseQuadraticLoss(Loss):
 class SquaredLoss(PiecewiseQuadraticLoss):
     """Squared loss ``(y - u)^2 / 2`` (kernel ridge regression, KRR).
 
-    h(a) = lam a^2 / 2 - y a, no box (joker-math.md s.2, row KRR).
+    h(a) = lam a^2 / 2 - y a, no box (docs/dual.md s.2, row KRR).
     """
 
     name = "squared"
@@ -184,7 +185,7 @@ class HuberLoss(PiecewiseQuadraticLoss):
     """Huber loss with threshold ``delta`` > 0.
 
     loss = r^2/2 for |r| <= delta, delta (|r| - delta/2) otherwise, r = y - u;
-    h(a) = lam a^2 / 2 - y a, box |a| <= delta / lam (joker-math.md s.2).
+    h(a) = lam a^2 / 2 - y a, box |a| <= delta / lam (docs/dual.md s.2).
     """
 
     name = "huber"
@@ -212,7 +213,7 @@ class HuberLoss(PiecewiseQuadraticLoss):
 class EpsilonInsensitiveLoss(PiecewiseQuadraticLoss):
     """Epsilon-insensitive loss ``max(0, |y - u| - epsilon)`` (SVR).
 
-    h(a) = epsilon |a| - y a, box |a| <= 1/lam (joker-math.md s.2). The kink of
+    h(a) = epsilon |a| - y a, box |a| <= 1/lam (docs/dual.md s.2). The kink of
     |a| at 0 is handled exactly (orthant selection in the solver, proximal
     KKT residual), never linearised by sign(a).
     """
@@ -242,7 +243,7 @@ class EpsilonInsensitiveLoss(PiecewiseQuadraticLoss):
 class HingeLoss(PiecewiseQuadraticLoss):
     """Hinge loss ``max(0, 1 - y u)`` (L1-SVC).
 
-    h(a) = -y a, box 0 <= y a <= 1/lam (joker-math.md s.2).
+    h(a) = -y a, box 0 <= y a <= 1/lam (docs/dual.md s.2).
     """
 
     name = "hinge"
@@ -264,7 +265,7 @@ class HingeLoss(PiecewiseQuadraticLoss):
 class SquaredHingeLoss(PiecewiseQuadraticLoss):
     """Squared hinge loss ``max(0, 1 - y u)^2 / 2`` (L2-SVC).
 
-    h(a) = lam a^2 / 2 - y a, box y a >= 0 (joker-math.md s.2).
+    h(a) = lam a^2 / 2 - y a, box y a >= 0 (docs/dual.md s.2).
     """
 
     name = "squared_hinge"
@@ -285,7 +286,7 @@ class ODMLoss(PiecewiseQuadraticLoss):
     """Optimal margin distribution machine loss (Zhang and Zhou, 2019).
 
     loss = [max(0, 1 - theta - y u)^2 + upsilon max(0, y u - 1 - theta)^2] / (1 - theta)^2.
-    With t = y a its dual term is (joker-math.md s.2.1, derived from the
+    With t = y a its dual term is (docs/dual.md s.2.1, derived from the
     conjugate given there with w = -lam t)::
 
         h = -t (1 - theta) + lam t^2 (1 - theta)^2 / 4            (t >= 0)
@@ -331,7 +332,7 @@ class ODMLoss(PiecewiseQuadraticLoss):
 class LogisticLoss(Loss):
     """Logistic loss ``log(1 + exp(-y u))`` (kernel logistic regression, KLR).
 
-    With p = lam y a in [0, 1] (joker-math.md s.2, row KLR)::
+    With p = lam y a in [0, 1] (docs/dual.md s.2, row KLR)::
 
         h(a)   = (1/lam) [p log p + (1 - p) log(1 - p)]
         h'(a)  = y log(p / (1 - p))
@@ -403,6 +404,10 @@ CLASSIFICATION_LOSSES = {
 }
 
 
+LOSS_NAMES = tuple(sorted(set(REGRESSION_LOSSES) | set(CLASSIFICATION_LOSSES)))
+"""Every loss name of the core, sorted: the one public vocabulary (configs and adapters read it)."""
+
+
 def make_loss(name, *, epsilon=0.1, delta=1.0, odm_theta=0.1, odm_upsilon=0.5):
     """Build a loss object from its config name.
 
@@ -437,5 +442,4 @@ def make_loss(name, *, epsilon=0.1, delta=1.0, odm_theta=0.1, odm_upsilon=0.5):
         return LogisticLoss()
     if name == "odm":
         return ODMLoss(odm_theta, odm_upsilon)
-    known = sorted(set(REGRESSION_LOSSES) | set(CLASSIFICATION_LOSSES))
-    raise ValueError(f"unknown loss {name!r}; expected one of {known}")
+    raise ValueError(f"unknown loss {name!r}; expected one of {list(LOSS_NAMES)}")

@@ -1,6 +1,6 @@
 """Kernel operators of the two Joker paths: exact kernel and random features.
 
-Both keep what makes a block step cheap (joker-math.md s.3-4):
+Both keep what makes a block step cheap (docs/dual.md s.3-4):
 
 - :class:`ExactKernelOperator` maintains f = K alpha (shape (n, C)); a block
   needs K_BB (|B|^2 d work) and the update f += K_{:,B'} s_{B'} costs
@@ -35,6 +35,8 @@ class _ExactBlock:
             XB = self.op.X[self.B]
             sq = self.op.sq[self.B]
             self._K = kernel_block(XB, XB, self.op.kernel, self.op.sigma, sq, sq)
+            if self.op.offset:
+                self._K += self.op.offset
         return self._K
 
     def mv(self, P):
@@ -54,13 +56,17 @@ class ExactKernelOperator:
     max_entries : int
         Largest kernel chunk formed at once (entries); bounds memory at
         ``max_entries * itemsize`` bytes.
+    offset : float
+        Constant added to every kernel entry (k + s^2 for an intercept with
+        ``intercept_scaling`` s; 0: none).
     """
 
     default_min_cg_iter = 50
-    cheap_decision = True  # K alpha is maintained: a certificate costs O(nC)
+    maintains_decision = True  # f = K alpha is kept up to date: a certificate costs O(nC), no kernel pass
 
-    def __init__(self, X, kernel, sigma, n_outputs, max_entries=2**20):
+    def __init__(self, X, kernel, sigma, n_outputs, max_entries=2**20, offset=0.0):
         self.X = X
+        self.offset = float(offset)
         self.kernel = kernel
         self.sigma = float(sigma)
         self.sq = (X * X).sum(1)
@@ -76,9 +82,9 @@ class ExactKernelOperator:
     def _kmv(self, rows_X, rows_sq, cols, A):
         """K[all rows, cols] @ A, chunked over rows (rows_X is the whole training set)."""
         fac = self.fac
-        return kernel_matmul(rows_X, self.X[cols], A, self.kernel, self.sigma, rows_sq, self.sq[cols],
-                             max_entries=self.max_entries, X_fac=fac,
-                             Z_fac=None if fac is None else fac[cols])
+        out = kernel_matmul(rows_X, self.X[cols], A, self.kernel, self.sigma, rows_sq, self.sq[cols],
+                            max_entries=self.max_entries, X_fac=fac, Z_fac=None if fac is None else fac[cols])
+        return out + self.offset * A.sum(0) if self.offset else out
 
     def reset(self, alpha):
         """Recompute f = K alpha from scratch (one pass over the kernel)."""
@@ -113,15 +119,25 @@ class ExactKernelOperator:
         """f = K alpha on the training set, shape (n, C)."""
         return self.f
 
-    def sq_norm(self, alpha):
-        """||theta||^2 = alpha^T K alpha."""
-        return float((alpha.to(self.f.dtype) * self.f).sum())
+    def sq_norms(self, alpha):
+        """||theta_c||^2 = alpha_c^T K alpha_c of each output.
+
+        Parameters
+        ----------
+        alpha : tensor of shape (n, C)
+            The dual point whose f = K alpha this operator maintains.
+
+        Returns
+        -------
+        float64 tensor of shape (C,)
+        """
+        return (alpha.to(self.f.dtype) * self.f).sum(0)
 
 
 class _RFFBlock:
     def __init__(self, op, B):
         self.B = B
-        self.Psi = op.fmap._transform(op.X[B])
+        self.Psi = op.features(op.X[B])
         self.f = self.Psi @ op.theta
 
     def mv(self, P):
@@ -138,23 +154,35 @@ class RFFOperator:
     n_outputs : int
     chunk : int
         Rows of psi(X) formed at once for full passes.
+    intercept_scaling : float or None
+        When given, a constant feature of this value is appended to psi
+        (theta then has M + 1 rows, the last one the intercept weight).
     """
 
     default_min_cg_iter = 10
-    cheap_decision = False  # a certificate needs psi(X) theta: one feature pass
+    maintains_decision = False  # only theta is kept: a certificate needs psi(X) theta, one feature pass
 
-    def __init__(self, X, fmap, n_outputs, chunk=4096):
+    def __init__(self, X, fmap, n_outputs, chunk=4096, intercept_scaling=None):
         self.X = X
         self.fmap = fmap
         self.chunk = int(chunk)
-        M = fmap.n_components
+        self.intercept_scaling = intercept_scaling
+        M = fmap.n_components + (intercept_scaling is not None)
         self.theta = torch.zeros((M, n_outputs), dtype=X.dtype, device=X.device)
+
+    def features(self, Xc):
+        """psi(Xc) of centred inputs, with the constant intercept feature when there is one."""
+        Psi = self.fmap.transform_tensor(Xc)
+        if self.intercept_scaling is None:
+            return Psi
+        const = torch.full((Psi.shape[0], 1), float(self.intercept_scaling), dtype=Psi.dtype, device=Psi.device)
+        return torch.cat([Psi, const], dim=1)
 
     def reset(self, alpha):
         """Recompute theta = Psi^T alpha (one pass over the features)."""
         self.theta.zero_()
         for i in range(0, self.X.shape[0], self.chunk):
-            Psi = self.fmap._transform(self.X[i:i + self.chunk])
+            Psi = self.features(self.X[i:i + self.chunk])
             self.theta += Psi.T @ alpha[i:i + self.chunk]
 
     def block(self, B):
@@ -188,21 +216,21 @@ class RFFOperator:
         -------
         f : tensor of shape (n, C)
             Psi theta, the decision values of the maintained theta.
-        sq_norm_dual : float or None
-            ||Psi^T alpha||^2 computed afresh (theta drifts from Psi^T alpha
+        sq_norms_dual : float64 tensor of shape (C,) or None
+            ||Psi^T alpha_c||^2 computed afresh (theta drifts from Psi^T alpha
             by rounding, mostly in float32); None when alpha is None.
         """
         n, C = self.X.shape[0], self.theta.shape[1]
         out = torch.zeros((n, C), dtype=self.X.dtype, device=self.X.device)
         fresh = torch.zeros_like(self.theta) if alpha is not None else None
         if not bool(self.theta.any()) and (alpha is None or not bool(alpha.any())):
-            return out, (0.0 if alpha is not None else None)
+            return out, (torch.zeros(C, dtype=torch.float64) if alpha is not None else None)
         for i in range(0, n, self.chunk):
-            Psi = self.fmap._transform(self.X[i:i + self.chunk])
+            Psi = self.features(self.X[i:i + self.chunk])
             out[i:i + self.chunk] = Psi @ self.theta
             if fresh is not None:
                 fresh += Psi.T @ alpha[i:i + self.chunk]
-        return out, (float((fresh * fresh).sum()) if fresh is not None else None)
+        return out, ((fresh * fresh).sum(0).to(torch.float64) if fresh is not None else None)
 
     def lag_rows(self, blk, theta, alpha_B):
         """Rows of a lagged certificate from a block's features (no new feature pass).
@@ -229,6 +257,15 @@ class RFFOperator:
         """Return to a :meth:`snapshot`."""
         self.theta.copy_(state)
 
-    def sq_norm(self, alpha):
-        """||theta||^2."""
-        return float((self.theta * self.theta).sum())
+    def theta_sq_norms(self):
+        """||theta_c||^2 of the maintained theta, one per output.
+
+        theta is Psi^T alpha up to the rounding of its updates; the dual side
+        of a certificate recomputes ||Psi^T alpha_c||^2 afresh
+        (:meth:`certificate_pass`).
+
+        Returns
+        -------
+        float64 tensor of shape (C,)
+        """
+        return (self.theta * self.theta).sum(0).to(torch.float64)

@@ -1,11 +1,11 @@
 """DBCD-TR: dual block-coordinate descent with a trust region (Joker, Alg. 1-2).
 
-The solver minimises the Joker dual (joker-math.md s.1)::
+The solver minimises the Joker dual (docs/dual.md s.1)::
 
     J(alpha) = 1/2 alpha^T K alpha + sum_i h_i(alpha_i),   lo_i <= alpha_i <= hi_i
 
 over blocks B of a random permutation of the samples (one permutation per
-epoch, seeded). For each block (joker-math.md s.4):
+epoch, seeded). For each block (docs/dual.md s.4):
 
 1. g = (K alpha)_B + h'(alpha_B), Q = K_BB + diag(h''(alpha_B));
 2. a trust-region step s from the truncated projected CG-Steihaug solve of
@@ -47,13 +47,13 @@ from dataclasses import dataclass, field, fields
 
 import torch
 
-from .certificates import certify, residuals
+from .certificates import certify, gradient_residuals
 from .trust_region import box_tr_cg
 
-__all__ = ["SolverOptions", "SolveResult", "dbcd_tr"]
+__all__ = ["SolverOptions", "SolveResult", "dbcd_tr", "DEFAULTS", "warn_not_converged"]
 
 
-@dataclass
+@dataclass(frozen=True)
 class SolverOptions:
     """Every knob of DBCD-TR, with its default.
 
@@ -65,7 +65,10 @@ class SolverOptions:
         Target relative duality gap; the fit stops (converged) when the gap
         is <= tol and the KKT residual is <= ``kkt_tol``.
     kkt_tol : float or None
-        Target normalised KKT residual; None: not required.
+        Target normalised KKT residual (worst output, ``docs/certificates.md``);
+        None: sqrt(tol) (:attr:`kkt_target`), which matches the gap, since
+        near the optimum the relative gap is of the order of the squared
+        relative step; ``math.inf``: not required.
     max_epochs : int
         Epoch budget (an epoch is one pass over a fresh permutation).
     max_time : float or None
@@ -89,10 +92,12 @@ class SolverOptions:
         Cap on CG iterations (products with the block Hessian, O(|B|^2 C)
         each) per block visit, over all its trust-region iterations.
     min_cg_iter : int or None
-        Floor of the per-visit CG budget; None: 50 with the exact kernel
-        (small or ill-conditioned problems, e.g. KRR at lam = 1e-3 on a few
-        hundred points, need it), 10 with random features (where a
+        Floor of the starting per-visit CG budget; None: 50 with the exact
+        kernel (small or ill-conditioned problems, e.g. KRR at lam = 1e-3 on
+        a few hundred points, need it), 10 with random features (where a
         Hessian product costs as much as a quarter of the block's features).
+        After an epoch in which most visits ran out of their budget, the
+        budget doubles, up to ``max_cg_iter`` (budget rule of issue 12).
     boundary_fraction : float
         For non-quadratic h (KLR): a step covers at most this fraction of
         the distance of each variable to its bound (interior-point rule).
@@ -218,6 +223,15 @@ class SolverOptions:
         if self.selection not in ("auto", "random", "greedy"):
             raise ValueError(f"selection={self.selection!r}; expected 'auto', 'random' or 'greedy'")
 
+    @property
+    def kkt_target(self):
+        """The KKT tolerance in force: ``kkt_tol``, or sqrt(tol) when it is None."""
+        return math.sqrt(self.tol) if self.kkt_tol is None else float(self.kkt_tol)
+
+    def met(self, cert):
+        """True when a certificate meets both tolerances (gap <= tol and KKT <= kkt_target)."""
+        return cert.gap <= self.tol and cert.kkt <= self.kkt_target
+
     @classmethod
     def from_dict(cls, d):
         """Build options from a dict, rejecting unknown keys (TypeError)."""
@@ -226,6 +240,10 @@ class SolverOptions:
         if bad:
             raise TypeError(f"unknown solver option(s) {bad}; known: {sorted(names)}")
         return cls(**d)
+
+
+DEFAULTS = SolverOptions()
+"""The one source of the solver's defaults (estimator parameters and adapters read it)."""
 
 
 @dataclass
@@ -285,6 +303,13 @@ def _orthants(loss, a, gs, y, lam, lo, hi):
     return l, q, lo_e, hi_e
 
 
+def _block_hessian(blk, q):
+    """Q = K_BB + diag(q): the matrix for a dense exact block, else a product callable."""
+    if getattr(blk, "dense", False):
+        return blk.K + torch.diag(q.flatten()) if bool(q.any()) else blk.K
+    return lambda P: blk.mv(P) + q * P
+
+
 def _residual(a, g, lo, hi):
     return torch.abs(a - torch.minimum(torch.maximum(a - g, lo), hi))
 
@@ -311,7 +336,7 @@ class _Run:
         else:
             r0 = math.inf if loss.quadratic else 0.5 * math.sqrt(bs) / self.lam
         self.radius = [r0] * Y.shape[1]  # one trust region per output
-        self.skip_thresh = 0.0
+        self.skip_thresh = 0.0  # changed only by rescale_skipping
         # Inner-solve budget per block visit: at most inner_work_ratio times the
         # work of the block's kernel rows (n d |B| exact, |B| M d random
         # features) in Hessian products of one column (|B|^2 exact, 2 |B| M
@@ -325,10 +350,44 @@ class _Run:
         self.step_duals = []
         self.lag = None
         self.epoch_max_res = 0.0  # largest block residual met at a visit this epoch
+        self.epoch_visits = 0  # block-column visits that ran the inner solver this epoch
+        self.epoch_starved = 0  # ... and those that ended on the CG budget
+
+    def adapt_cg_budget(self, slow):
+        """Double the per-visit CG budget (up to max_cg_iter) when most visits of a slow epoch ran out of it.
+
+        The starting budget follows the cost of a block (``inner_work_ratio``);
+        on ill-conditioned blocks (small lam, random features, KLR near its
+        bounds, SVR) that budget stops most visits before their residual has
+        fallen by ``block_rtol``, and the outer iteration stalls on inexact
+        block solves. Starved visits while the gap falls by less than half per
+        certificate (``slow``) are the signal: the budget grows geometrically,
+        at most log2(max_cg_iter / floor) times in a solve. A fast solve keeps
+        the cheap budget even when its visits are cut short.
+        """
+        if slow and self.epoch_visits and 2 * self.epoch_starved > self.epoch_visits:
+            grown = min(self.opts.max_cg_iter, 2 * self.cg_budget)
+            if grown > self.cg_budget:
+                self.cg_budget = grown
+                self.stats["cg_budget"] = grown
+        self.epoch_visits = self.epoch_starved = 0
+
+    def rescale_skipping(self, reference):
+        """Skip blocks whose residual is <= skip_ratio * reference (the one place the threshold is set).
+
+        ``reference`` is the largest residual of the last certificate (direct
+        certificates), of the blocks met in the last epoch (lagged), or 0 to
+        skip nothing.
+        """
+        self.skip_thresh = self.opts.skip_ratio * reference
 
     def dual_J(self):
         """J(alpha) from the maintained state (||theta||^2 needs no kernel pass)."""
-        return 0.5 * self.op.sq_norm(self.alpha) + float(self.loss.h(self.alpha, self.Y, self.lam).sum())
+        return 0.5 * float(self.sq_norms().sum()) + float(self.loss.h(self.alpha, self.Y, self.lam).sum())
+
+    def sq_norms(self):
+        """||theta_c||^2 per output, from the maintained state (float64 tensor of shape (C,))."""
+        return self.op.sq_norms(self.alpha) if self.op.maintains_decision else self.op.theta_sq_norms()
 
     def block_step(self, B):
         """One block visit: kernel block once, then each output column in turn.
@@ -386,21 +445,16 @@ class _Run:
                 self.epoch_max_res = max(self.epoch_max_res, res)
                 if res == 0.0 or res <= self.skip_thresh:
                     return None
+                self.epoch_visits += 1
             elif res <= opts.block_rtol * first_res:
                 break
             budget = self.cg_budget - cg_used
             if budget <= 0:
+                self.epoch_starved += 1  # the visit ended on its CG budget, not on block_rtol
                 break
-
-            if getattr(blk, "dense", False):
-                Qmv = blk.K + torch.diag(q.flatten()) if bool(q.any()) else blk.K
-            else:
-                def Qmv(P, _q=q):
-                    return blk.mv(P) + _q * P
-
             radius = self.radius[c]
-            S, pred, n_cg = box_tr_cg(g, Qmv, lo_e - a, hi_e - a, radius=radius, max_iter=budget,
-                                      rtol=opts.cg_rtol, max_restarts=opts.max_restarts)
+            S, pred, n_cg = box_tr_cg(g, _block_hessian(blk, q), lo_e - a, hi_e - a, radius=radius,
+                                      max_iter=budget, rtol=opts.cg_rtol, max_restarts=opts.max_restarts)
             cg_used += n_cg
             self.stats["cg_iter"] += n_cg
             if pred >= 0.0:
@@ -410,7 +464,7 @@ class _Run:
                 continue
             KS = blk.mv(S)
             a_new = a + S
-            # Actual change of J, exact, with no new kernel rows (joker-math.md s.4 step 3).
+            # Actual change of J, exact, with no new kernel rows (docs/dual.md s.4 step 3).
             actual = float((S * gs).sum() + 0.5 * (S * KS).sum()
                            + (loss.h(a_new, y, lam) - loss.h(a, y, lam)).sum())
             rho = actual / pred
@@ -432,10 +486,10 @@ class _Run:
 
     def certificate(self):
         """Certificate of the current iterate (exact: O(nC); random features: one feature pass)."""
-        if self.op.cheap_decision:
-            return certify(self.loss, self.alpha, self.op.decision(), self.Y, self.lam, self.op.sq_norm(self.alpha))
+        if self.op.maintains_decision:
+            return certify(self.loss, self.alpha, self.op.decision(), self.Y, self.lam, self.sq_norms())
         f, sq_dual = self.op.certificate_pass(self.alpha)
-        return certify(self.loss, self.alpha, f, self.Y, self.lam, self.op.sq_norm(self.alpha), sq_dual)
+        return certify(self.loss, self.alpha, f, self.Y, self.lam, self.sq_norms(), sq_dual)
 
     # Lagged certificates (random features): the certificate of the iterate at the
     # end of epoch e is assembled during epoch e + 1 from the features each block
@@ -461,13 +515,164 @@ class _Run:
         if lag is None or lag["rows"] != self.n:
             return None
         theta = lag["state"]
-        return certify(self.loss, lag["alpha"], lag["f"], self.Y, self.lam, float((theta * theta).sum()),
-                       float((lag["fresh"] * lag["fresh"]).sum())), lag
+        return certify(self.loss, lag["alpha"], lag["f"], self.Y, self.lam, (theta * theta).sum(0),
+                       (lag["fresh"] * lag["fresh"]).sum(0)), lag
 
     def restore(self, lag):
         """Go back to a certified snapshot."""
         self.alpha = lag["alpha"]
         self.op.restore(lag["state"])
+
+
+class _Driver:
+    """The epoch loop of one solve: block selection, certificates, stopping (kept out of the public API).
+
+    ``dbcd_tr`` reads as the loop over these named steps; the state they share
+    (history, the certified epoch, the block rule in force) lives here.
+    """
+
+    def __init__(self, run, t0):
+        self.run, self.opts, self.op, self.t0 = run, run.opts, run.op, t0
+        opts, op = self.opts, self.op
+        self.history = []
+        self.greedy = opts.selection == "greedy"
+        # "auto": random blocks first, then largest-residual blocks to polish (exact kernel, box losses)
+        self.polish = (opts.selection == "auto" and op.maintains_decision
+                       and getattr(run.loss, "greedy_blocks", False) and opts.greedy_gap is not None)
+        if self.greedy and not op.maintains_decision:
+            raise ValueError("selection='greedy' needs the exact kernel (K alpha maintained); "
+                             "random features keep only theta")
+        self.lagged = opts.lagged_certificate if opts.lagged_certificate is not None else not op.maintains_decision
+        if self.lagged and (op.maintains_decision or self.greedy):
+            raise ValueError("lagged_certificate needs random features and random block selection")
+        self.epoch = 0
+        self.certified = 0  # the epoch whose iterate ``cert`` certifies
+        self.out_of_time = False
+        self.stalled = False
+        self.cert = None
+        self.converged = False
+
+    def now(self):
+        return time.perf_counter() - self.t0
+
+    # ------------------------------------------------------------ certify
+    def record(self, epoch, cert=None, seconds=None):
+        """Append a certificate (computed now unless given) to the history."""
+        run, opts = self.run, self.opts
+        if cert is None:
+            cert = run.certificate()
+        if not self.lagged or not self.history:  # lagged fits rescale from the blocks they meet instead
+            run.rescale_skipping(cert.kkt_abs)
+        self.history.append({"epoch": epoch, "seconds": self.now() if seconds is None else seconds,
+                             "dual": cert.dual, "primal": cert.primal, "gap": cert.gap, "kkt": cert.kkt,
+                             "gaps": cert.gaps, "kkts": cert.kkts})
+        if opts.verbose:
+            print(f"[joker] epoch {epoch:4d}  t={self.history[-1]['seconds']:8.2f}s  primal={cert.primal:.6g}  "
+                  f"dual={cert.dual:.6g}  gap={cert.gap:.3e}  kkt={cert.kkt:.3e}", flush=True)
+        return cert
+
+    def certify(self, epoch):
+        """Certify the current iterate as that of ``epoch``."""
+        self.cert = self.record(epoch)
+        self.certified = epoch
+        self.converged = self.opts.met(self.cert)
+
+    def predicted_done(self):
+        """Linear-rate extrapolation of the last two certificates to the current iterate.
+
+        Worth a direct certificate (a feature pass) only if it passes.
+        """
+        if len(self.history) < 2:
+            return False
+        h1, h2 = self.history[-1], self.history[-2]
+
+        def extrapolate(key):
+            return h1[key] * min(1.0, h1[key] / h2[key]) if h2[key] > 0 else h1[key]
+        return extrapolate("gap") <= self.opts.tol and extrapolate("kkt") <= self.opts.kkt_target
+
+    # ------------------------------------------------------------ select block
+    def blocks(self, perm):
+        """The blocks of one epoch: slices of a permutation, or the largest residuals (greedy)."""
+        run, n = self.run, self.run.n
+        for start in range(0, n, run.bs):
+            if self.greedy:
+                r = gradient_residuals(run.loss, run.alpha, self.op.f, run.Y, run.lam).amax(1)
+                yield torch.topk(r, min(run.bs, n), sorted=False).indices
+            else:
+                yield perm[start:start + run.bs]
+
+    # ------------------------------------------------------------ epoch
+    def begin_epoch(self):
+        """Choose the block rule, start a lagged certificate, reset the epoch counters."""
+        run = self.run
+        self.epoch += 1
+        if self.polish and not self.greedy and self.cert.gap <= self.opts.greedy_gap:
+            self.greedy = True
+            run.stats["greedy_from_epoch"] = self.epoch
+        if self.lagged and self.certified != self.epoch - 1:
+            run.start_lag(self.epoch - 1, self.now())
+        self._accepted, self._skipped = run.stats["accepted"], run.stats["skipped"]
+        run.epoch_max_res = 0.0
+
+    def run_epoch(self, perm):
+        """One pass of block steps; stops early when ``max_time`` is spent."""
+        run, opts = self.run, self.opts
+        for B in self.blocks(perm):
+            run.stats["blocks"] += 1
+            run.block_step(B)
+            if opts.max_time is not None and self.now() > opts.max_time:
+                self.out_of_time = True
+                return
+
+    def end_epoch(self):
+        """Detect a stall, rescale block skipping (lagged), read a finished lagged certificate.
+
+        Returns True when the lagged certificate of the previous iterate met
+        the tolerances (that iterate is restored and returned).
+        """
+        run = self.run
+        self.stalled = run.stats["accepted"] == self._accepted
+        h = self.history
+        run.adapt_cg_budget(len(h) >= 2 and h[-1]["gap"] > 0.5 * h[-2]["gap"])
+        if not self.lagged:
+            return False
+        # The last certificate is an epoch old: skip relative to the residuals met
+        # in this epoch instead, and never read "everything skipped" as a stall.
+        if self.stalled and run.stats["skipped"] > self._skipped and run.skip_thresh > 0:
+            self.stalled = False
+            run.rescale_skipping(0.0)
+        else:
+            run.rescale_skipping(run.epoch_max_res)
+        lag = run.finish_lag()
+        if lag is None:
+            return False
+        self.cert, snap = lag
+        self.record(snap["epoch"], self.cert, snap["seconds"])
+        self.certified = snap["epoch"]
+        if self.opts.met(self.cert):
+            # The previous iterate is certified: return it, not the uncertified current one.
+            run.restore(snap)
+            self.converged = True
+        return self.converged
+
+    def wants_certificate(self):
+        """Whether the current iterate is certified directly after this epoch."""
+        opts, last = self.opts, self.out_of_time or self.epoch == self.opts.max_epochs or self.stalled
+        if self.lagged:
+            return last or self.predicted_done()
+        return last or self.epoch % opts.check_every == 0
+
+    def finish(self):
+        """Certify the final iterate when needed; optional refresh of K alpha."""
+        run, op = self.run, self.op
+        if self.certified != self.epoch and not self.converged:
+            self.certify(self.epoch)
+        if self.opts.refresh_final and op.maintains_decision:
+            op.reset(run.alpha)
+            self.cert = run.certificate()
+            c = self.cert
+            self.history[-1].update(dual=c.dual, primal=c.primal, gap=c.gap, kkt=c.kkt, gaps=c.gaps, kkts=c.kkts)
+            self.converged = self.opts.met(c)
 
 
 def dbcd_tr(op, loss, Y, lam, options=None, seed=None):
@@ -481,7 +686,7 @@ def dbcd_tr(op, loss, Y, lam, options=None, seed=None):
     Y : tensor of shape (n, C)
         Targets (regression) or +-1 labels, one column per output.
     lam : float
-        Regularisation lambda > 0 (sum of losses, joker-math.md s.1).
+        Regularisation lambda > 0 (sum of losses).
     options : SolverOptions, optional
     seed : int or None
         Seed of the block permutations.
@@ -489,6 +694,12 @@ def dbcd_tr(op, loss, Y, lam, options=None, seed=None):
     Returns
     -------
     SolveResult
+
+    Raises
+    ------
+    ValueError
+        ``selection="greedy"`` or ``lagged_certificate=True`` with an
+        operator that does not support it.
     """
     opts = options or SolverOptions()
     gen = torch.Generator()
@@ -498,129 +709,45 @@ def dbcd_tr(op, loss, Y, lam, options=None, seed=None):
         gen.seed()
     t0 = time.perf_counter()
     run = _Run(op, loss, Y, lam, opts, gen)
-    history = []
-
-    def record(epoch, cert=None, seconds=None):
-        if cert is None:
-            cert = run.certificate()
-        if not lagged:
-            run.skip_thresh = opts.skip_ratio * cert.kkt_abs
-        history.append({"epoch": epoch, "seconds": time.perf_counter() - t0 if seconds is None else seconds,
-                        "dual": cert.dual, "primal": cert.primal, "gap": cert.gap, "kkt": cert.kkt})
-        if opts.verbose:
-            print(f"[joker] epoch {epoch:4d}  t={history[-1]['seconds']:8.2f}s  primal={cert.primal:.6g}  "
-                  f"dual={cert.dual:.6g}  gap={cert.gap:.3e}  kkt={cert.kkt:.3e}", flush=True)
-        return cert
-
-    def done(cert):
-        return cert.gap <= opts.tol and (opts.kkt_tol is None or cert.kkt <= opts.kkt_tol)
-
-    def predicted_done():
-        # Linear-rate extrapolation of the last two certificates to the current
-        # iterate: worth a direct certificate (a feature pass) only if it passes.
-        if len(history) < 2:
-            return False
-        h1, h2 = history[-1], history[-2]
-
-        def extrapolate(key):
-            return h1[key] * min(1.0, h1[key] / h2[key]) if h2[key] > 0 else h1[key]
-        return extrapolate("gap") <= opts.tol and (opts.kkt_tol is None or extrapolate("kkt") <= opts.kkt_tol)
-
-    greedy = opts.selection == "greedy"
-    # "auto": random blocks first, then largest-residual blocks to polish (exact kernel, box losses)
-    polish = (opts.selection == "auto" and op.cheap_decision and getattr(loss, "greedy_blocks", False)
-              and opts.greedy_gap is not None)
-    if greedy and not hasattr(op, "f"):
-        raise ValueError("selection='greedy' needs the exact kernel (K alpha maintained); "
-                         "random features keep only theta")
-    lagged = opts.lagged_certificate if opts.lagged_certificate is not None else not op.cheap_decision
-    if lagged and (op.cheap_decision or greedy):
-        raise ValueError("lagged_certificate needs random features and random block selection")
+    loop = _Driver(run, t0)
     if opts.trace_steps:
         run.step_duals.append(run.dual_J())
-    cert = record(0)
-    if lagged:
-        run.skip_thresh = opts.skip_ratio * cert.kkt_abs
-    converged = done(cert)
-    epoch = 0
-    certified = 0  # the epoch whose iterate ``cert`` certifies
-    out_of_time = False
-    n = run.n
-    while not converged and epoch < opts.max_epochs and not out_of_time:
-        epoch += 1
-        if polish and not greedy and cert.gap <= opts.greedy_gap:
-            greedy = True
-            run.stats["greedy_from_epoch"] = epoch
-        if lagged and certified != epoch - 1:
-            run.start_lag(epoch - 1, time.perf_counter() - t0)
-        accepted_before, skipped_before = run.stats["accepted"], run.stats["skipped"]
-        run.epoch_max_res = 0.0
-        perm = torch.randperm(n, generator=gen).to(Y.device)
-        for start in range(0, n, run.bs):
-            if greedy:
-                r = residuals(loss, run.alpha, op.f, Y, lam).amax(1)
-                B = torch.topk(r, min(run.bs, n), sorted=False).indices
-            else:
-                B = perm[start:start + run.bs]
-            run.stats["blocks"] += 1
-            run.block_step(B)
-            if opts.max_time is not None and time.perf_counter() - t0 > opts.max_time:
-                out_of_time = True
-                break
-        stalled = run.stats["accepted"] == accepted_before
-        if lagged:
-            # The last certificate is an epoch old: skip relative to the residuals met
-            # in this epoch instead, and never read "everything skipped" as a stall.
-            if stalled and run.stats["skipped"] > skipped_before and run.skip_thresh > 0:
-                stalled = False
-                run.skip_thresh = 0.0
-            else:
-                run.skip_thresh = opts.skip_ratio * run.epoch_max_res
-        lag = run.finish_lag() if lagged else None
-        if lag is not None:
-            cert, snap = lag
-            record(snap["epoch"], cert, snap["seconds"])
-            certified = snap["epoch"]
-            if done(cert):
-                # The previous iterate is certified: return it, not the uncertified current one.
-                run.restore(snap)
-                converged = True
-                break
-        if lagged:
-            direct = out_of_time or epoch == opts.max_epochs or stalled or predicted_done()
-        else:
-            direct = epoch % opts.check_every == 0 or out_of_time or epoch == opts.max_epochs or stalled
-        if direct:
-            cert = record(epoch)
-            certified = epoch
-            converged = done(cert)
-        if stalled and not converged:
+    loop.certify(0)
+    while not loop.converged and loop.epoch < opts.max_epochs and not loop.out_of_time:
+        loop.begin_epoch()
+        loop.run_epoch(torch.randperm(run.n, generator=gen).to(Y.device))  # select block + block step
+        if loop.end_epoch():
+            break
+        if loop.wants_certificate():
+            loop.certify(loop.epoch)
+        if loop.stalled and not loop.converged:
             # A whole epoch without an accepted step: the iterate cannot move at this
             # precision (e.g. the float64 floor of a piecewise-linear loss); stop honestly.
             run.stats["stalled"] = True
             break
-    if certified != epoch and not converged:
-        cert = record(epoch)
-        converged = done(cert)
-    if opts.refresh_final and op.cheap_decision:
-        op.reset(run.alpha)
-        cert = run.certificate()
-        history[-1].update(dual=cert.dual, primal=cert.primal, gap=cert.gap, kkt=cert.kkt)
-        converged = done(cert)
-    seconds = time.perf_counter() - t0
-    return SolveResult(alpha=run.alpha, certificate=cert, n_epochs=epoch, converged=converged,
-                       history=history, seconds=seconds, step_duals=run.step_duals, stats=run.stats)
+    loop.finish()
+    return SolveResult(alpha=run.alpha, certificate=loop.cert, n_epochs=loop.epoch, converged=loop.converged,
+                       history=loop.history, seconds=time.perf_counter() - t0, step_duals=run.step_duals,
+                       stats=run.stats)
 
 
-def warn_not_converged(result, tol, category, kkt_tol=None):
-    """Emit ``category`` when the solve stopped before the certificate met tol (and kkt_tol)."""
+def warn_not_converged(result, tol, category, kkt_tol=math.inf):
+    """Emit ``category`` when the solve stopped before the certificate met tol and kkt_tol.
+
+    Parameters
+    ----------
+    result : SolveResult
+    tol, kkt_tol : float
+        The tolerances in force (``SolverOptions.tol``, ``SolverOptions.kkt_target``).
+    category : type of Warning
+    """
     if not result.converged:
         stalled = "an epoch accepted no step (stalled at this precision); " if result.stats.get("stalled") else ""
         cert = result.certificate
         unmet = []
         if not cert.gap <= tol:
             unmet.append(f"relative duality gap {cert.gap:.2e} > tol={tol:g}")
-        if kkt_tol is not None and not cert.kkt <= kkt_tol:
+        if not cert.kkt <= kkt_tol:
             unmet.append(f"KKT residual {cert.kkt:.2e} > kkt_tol={kkt_tol:g}")
         what = " and ".join(unmet) or f"relative duality gap {cert.gap:.2e}"
         warnings.warn(

@@ -1,6 +1,6 @@
 """Truncated projected CG-Steihaug for the box-constrained trust-region block step.
 
-Solves approximately (Joker, Alg. 2; joker-math.md s.4 step 2)::
+Solves approximately (Joker, Alg. 2; docs/dual.md s.4 step 2)::
 
     min_s  m(s) = g.s + s.Q s / 2   s.t.  lo <= s <= hi,  ||s|| <= radius
 
@@ -45,6 +45,42 @@ def _box_step(S, p, lo, hi):
     return max(float(t), 0.0)
 
 
+def _flat_product(Qmv, shape):
+    """v -> (Q @ v.view(shape)).view(-1) for a matrix Q or a product callable."""
+    if not torch.is_tensor(Qmv):
+        return lambda v: Qmv(v.view(shape)).reshape(-1)
+    if shape[1] == 1:
+        return lambda v: torch.mv(Qmv, v)
+    return lambda v: (Qmv @ v.view(shape)).view(-1)
+
+
+def _model(g, S, QS):
+    """Model value g.S + S.QS / 2."""
+    return float(torch.dot(g, S) + 0.5 * torch.dot(S, QS))
+
+
+def _box_hit(g, Qv, S, p, trial, lo, hi, radius, t_box, m_cur, rr, pQp):
+    """A CG step that leaves the box: the better of the projected and the truncated point.
+
+    Returns
+    -------
+    (S, m, grad) : the new point, its model value and model gradient g + Q S.
+    """
+    S_proj = torch.clamp(trial, lo, hi)
+    if math.isfinite(radius):
+        nrm = float(torch.linalg.vector_norm(S_proj))
+        if nrm > radius:
+            S_proj = S_proj * (radius / nrm)
+    QS = Qv(S_proj)
+    m_proj = _model(g, S_proj, QS)
+    m_trunc = m_cur - t_box * rr + 0.5 * t_box * t_box * pQp
+    if m_proj <= m_trunc:
+        return S_proj, m_proj, g + QS
+    S = torch.clamp(S + t_box * p, lo, hi)
+    QS = Qv(S)
+    return S, _model(g, S, QS), g + QS
+
+
 def box_tr_cg(g, Qmv, lo, hi, radius=math.inf, max_iter=50, rtol=1e-3, max_restarts=20):
     """Approximate box- and trust-region-constrained minimiser of a quadratic model.
 
@@ -84,17 +120,7 @@ def box_tr_cg(g, Qmv, lo, hi, radius=math.inf, max_iter=50, rtol=1e-3, max_resta
     projected point costs one, which is also the gradient of the restart.
     """
     shape = g.shape
-    if torch.is_tensor(Qmv):
-        Q = Qmv
-        if shape[1] == 1:
-            def Qv(v):
-                return torch.mv(Q, v)
-        else:
-            def Qv(v):
-                return (Q @ v.view(shape)).view(-1)
-    else:
-        def Qv(v):
-            return Qmv(v.view(shape)).reshape(-1)
+    Qv = _flat_product(Qmv, shape)
     # Flat vectors: an iteration is one product and a handful of fused vector ops.
     g, lo, hi = g.reshape(-1), lo.reshape(-1), hi.reshape(-1)
     S = torch.zeros_like(g)
@@ -136,21 +162,7 @@ def box_tr_cg(g, Qmv, lo, hi, radius=math.inf, max_iter=50, rtol=1e-3, max_resta
                 done = True
                 break
             if leaves_box:
-                # Leaves the box: keep the better of projection and truncation.
-                S_proj = torch.clamp(trial, lo, hi)
-                if finite_radius:
-                    nrm = float(torch.linalg.vector_norm(S_proj))
-                    if nrm > radius:
-                        S_proj = S_proj * (radius / nrm)
-                QS = Qv(S_proj)
-                m_proj = float(torch.dot(g, S_proj) + 0.5 * torch.dot(S_proj, QS))
-                m_trunc = m_cur - t_box * rr + 0.5 * t_box * t_box * pQp
-                if m_proj <= m_trunc:
-                    S, m_cur, grad = S_proj, m_proj, g + QS
-                else:
-                    S = torch.clamp(S + t_box * p, lo, hi)
-                    QS = Qv(S)
-                    m_cur, grad = float(torch.dot(g, S) + 0.5 * torch.dot(S, QS)), g + QS
+                S, m_cur, grad = _box_hit(g, Qv, S, p, trial, lo, hi, radius, t_box, m_cur, rr, pQp)
                 restart = True
                 break
             S = trial
@@ -167,8 +179,7 @@ def box_tr_cg(g, Qmv, lo, hi, radius=math.inf, max_iter=50, rtol=1e-3, max_resta
             rr = rr_new
         if done or not restart:
             break
-    QS = Qv(S)
-    pred = float(torch.dot(g, S) + 0.5 * torch.dot(S, QS))
+    pred = _model(g, S, Qv(S))
     if pred > 0.0:  # rounding or a bad projection: never return an ascent step
         return torch.zeros(shape, dtype=g.dtype, device=g.device), 0.0, n_iter
     return S.view(shape), pred, n_iter

@@ -146,7 +146,7 @@ def dual_grad_h(loss, y, a, lam):
 def certificates(loss, K, y, a, lam, *, epsilon=0.1, delta=1.0):
     """Primal, dual J, relative gap and KKT residual for a dual point ``a``.
 
-    Implements joker-math.md s.1 literally with a full kernel matrix ``K``.
+    Implements docs/certificates.md literally with a full kernel matrix ``K``.
 
     Returns
     -------
@@ -157,14 +157,20 @@ def certificates(loss, K, y, a, lam, *, epsilon=0.1, delta=1.0):
     Ka = K @ a
     P = 0.5 * lam * float(a @ Ka) + primal_loss(loss, y, Ka, epsilon=epsilon, delta=delta)
     J = 0.5 * float(a @ Ka) + dual_h(loss, y, a, lam, epsilon=epsilon, delta=delta)
-    gap = (P + lam * J) / max(1.0, abs(P))
+    gap = (P + lam * J) / P if P > 0 else 0.0  # docs/certificates.md: relative to the primal
     lo, hi = dual_box(loss, y, lam, delta=delta)
     g = Ka + dual_grad_h(loss, y, a, lam)
-    v = a - g
+    if loss == "logistic":
+        p = np.clip(lam * y * a, 1e-300, 1.0 - 1e-16)
+        curv = lam / (p * (1.0 - p))  # h'' (Newton step of the coordinate)
+    else:
+        curv = lam if loss in ("squared", "huber", "squared_hinge") else 0.0
+    v = a - g / (1.0 + curv)  # one exact coordinate step, k(x, x) = 1
     if loss == "epsilon_insensitive":
         v = np.sign(v) * np.maximum(np.abs(v) - epsilon, 0.0)
     r = np.abs(a - np.clip(v, lo, hi))
-    kkt = float(np.max(r)) / max(1.0, float(np.max(np.abs(a))))
+    den = float(np.max(np.abs(a))) + float(np.max(r))
+    kkt = float(np.max(r)) / den if den > 0 else 0.0
     return types.SimpleNamespace(primal=P, J=J, dual=-lam * J, gap=gap, kkt=kkt)
 
 

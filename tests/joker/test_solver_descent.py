@@ -44,8 +44,8 @@ def test_accepted_steps_never_increase_dual(refs, loss, task, extra, mode):
     est, X, y = _make(
         refs, loss, task, extra,
         n_components=None if mode == "exact" else 80,
-        sigma=SIGMA, lam=LAM, block_size=64, tol=1e-8, max_epochs=1000, random_state=0,
-        solver_options={"trace_steps": True, "kkt_tol": 1e-7},
+        sigma=SIGMA, lam=LAM, block_size=64, tol=1e-8, kkt_tol=1e-7, max_epochs=1000, random_state=0,
+        solver_options={"trace_steps": True},
     )
     with warnings.catch_warnings():
         warnings.simplefilter("error", SkConvergenceWarning)
