@@ -292,18 +292,30 @@ def _metric_points(metrics: dict[str, float], curves: dict[str, list[tuple]],
     return points
 
 
+def _flat(row: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in row.items():
+        if isinstance(v, (list, tuple)):
+            out.update({f"{k}_{i}": x for i, x in enumerate(v)})
+        else:
+            out[k] = v
+    return out
+
+
 def write_history_csv(history: list[dict[str, Any]], path: Path) -> bool:
     """Write a convergence history as CSV.
 
     Columns: ``epoch, seconds, dual, primal, gap, kkt`` (those present, in
-    this order), then any other keys in order of appearance.
+    this order), then any other keys in order of appearance; a list value
+    (Joker's per-output ``gaps`` and ``kkts``) becomes one column per
+    output, ``gaps_0, gaps_1, ...``.
 
     Returns
     -------
     bool
         False when the history is empty (no file written).
     """
-    rows = [h for h in history or [] if isinstance(h, dict)]
+    rows = [_flat(h) for h in history or [] if isinstance(h, dict)]
     if not rows:
         return False
     keys: list[str] = [c for c in HISTORY_COLUMNS if any(c in r for r in rows)]
