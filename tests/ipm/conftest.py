@@ -15,7 +15,7 @@ def two_class_data(n, d=10, seed=0, noise=0.3, imbalance=0.0):
     return X, y
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def data():
     """The data factory :func:`two_class_data`."""
     return two_class_data
