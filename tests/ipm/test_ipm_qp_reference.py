@@ -104,3 +104,18 @@ def test_cuda_equals_cpu(data):
     gpu = LowRankIPMClassifier(lam=1.0, sigma=3.0, n_components=50, random_state=0, device="cuda").fit(X, y)
     assert gpu.converged_
     assert np.abs(gpu.decision_function(X) - cpu.decision_function(X)).max() <= 1e-6
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_end_game_fallback_still_equals_clarabel(data, bias):
+    # C = 1000 on a rank-10 factor: the Newton diagonal spans > 20 orders of magnitude at the end and
+    # Woodbury plus refinement misses its backward-error target, so the partitioned solve takes over.
+    X, y = data(1000, seed=3, imbalance=0.8)
+    lam = 1e-3
+    est = LowRankIPMClassifier(lam=lam, sigma=1.5, n_components=10, fit_intercept=bias, random_state=1).fit(X, y)
+    assert est.converged_ and est.used_fallback_
+    U = _factor(est, X)
+    a = est.alpha_
+    ours = 0.5 * np.sum(((U * y[:, None]).T @ a) ** 2) - a.sum()
+    ref = _clarabel_dual(U, y, lam, bias)
+    assert abs(ours - ref) <= 1e-8 * abs(ref)
