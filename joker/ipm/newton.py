@@ -43,12 +43,12 @@ class LowRankNewtonSolver:
         The rank-k factor (floating, any device).
     d : tensor of shape (n,)
         Positive diagonal, same dtype and device as ``V``.
-    refine_tol : float, default 1e-12
+    refine_tol : float or None, default None
         Target of the componentwise backward error
         ``max_i |g - H x|_i / (|g| + D |x| + |V| |V^T x|)_i`` after refinement
         (a normwise one would hide the free rows behind the huge D_i of the
         bound ones); when Woodbury plus refinement misses it, the solve uses
-        the partitioned fallback.
+        the partitioned fallback. None: 1e-12 in float64, 1e-5 (about 100 eps) in float32.
     max_refine : int, default 3
         Refinement steps per solve.
     max_free : int or None, default None
@@ -65,13 +65,15 @@ class LowRankNewtonSolver:
         Shapes that do not match, or a diagonal that is not positive and finite.
     """
 
-    def __init__(self, V, d, refine_tol=1e-12, max_refine=3, max_free=None):
+    def __init__(self, V, d, refine_tol=None, max_refine=3, max_free=None):
         if V.ndim != 2 or d.ndim != 1 or d.shape[0] != V.shape[0]:
             raise ValueError(f"V must be (n, k) and d (n,), got {tuple(V.shape)} and {tuple(d.shape)}")
         if not bool(torch.isfinite(d).all()) or not bool((d > 0).all()):
             raise ValueError("the Newton diagonal d must be positive and finite")
         self.V = V
         self.d = d
+        if refine_tol is None:
+            refine_tol = 1e-12 if V.dtype == torch.float64 else 100 * torch.finfo(V.dtype).eps
         self.refine_tol = float(refine_tol)
         self.max_refine = int(max_refine)
         n, k = V.shape

@@ -46,6 +46,9 @@ from .newton import LowRankNewtonSolver
 
 __all__ = ["IPMResult", "svm_certificate", "lowrank_svm_ipm"]
 
+#: Iterations without halving the best gap after which the IPM stops (rounding floor, e.g. float32 at tol 1e-8).
+STALL_WINDOW = 5
+
 
 @dataclass
 class IPMResult:
@@ -120,6 +123,14 @@ def _max_step(x, dx):
     return min(1.0, float((-x[neg] / dx[neg]).min()))
 
 
+def _stalled(history, window=STALL_WINDOW):
+    """True when the best gap of the last ``window`` iterations is not below half the best before them."""
+    if len(history) <= 2 * window:
+        return False
+    gaps = [h["gap"] for h in history]
+    return min(gaps[-window:]) > 0.5 * min(gaps[:-window])
+
+
 def _start(y, C, bias):
     """Interior start: a_i = C n_min / (2 n_class(i)) (feasible for y^T a = 0), or C / 2."""
     if not bias:
@@ -147,6 +158,8 @@ def lowrank_svm_ipm(U, y, lam, bias=True, tol=1e-8, max_iter=200, eta=0.995, max
     tol : float, default 1e-8
         Target of the relative duality gap and relative residuals.
     max_iter : int, default 200
+        Iteration cap; the IPM also stops (not converged) when the best gap has not halved in
+        ``STALL_WINDOW`` iterations (the rounding floor of the dtype) or a Newton step is not finite.
     eta : float, default 0.995
         Fraction to the boundary (raised towards 1 as mu -> 0).
     max_time : float or None
@@ -201,7 +214,7 @@ def lowrank_svm_ipm(U, y, lam, bias=True, tol=1e-8, max_iter=200, eta=0.995, max
         if gap <= tol and res_d <= tol and res_p <= tol:
             converged = True
             break
-        if it >= max_iter or (max_time is not None and time.perf_counter() - t0 > max_time):
+        if it >= max_iter or (max_time is not None and time.perf_counter() - t0 > max_time) or _stalled(history):
             break
         it += 1
         d = z / a + w / s
@@ -231,9 +244,10 @@ def lowrank_svm_ipm(U, y, lam, bias=True, tol=1e-8, max_iter=200, eta=0.995, max
         used_fallback = used_fallback or newton.used_fallback
         frac = max(eta, 1.0 - 10.0 * mu / max(1.0, C))
         alpha = frac * step_to_boundary(da, dz, dw)
-        a = a + alpha * da
-        z = z + alpha * dz
-        w = w + alpha * dw
+        new = (a + alpha * da, z + alpha * dz, w + alpha * dw)
+        if not all(bool(torch.isfinite(v).all()) for v in new) or not math.isfinite(db):
+            break  # rounding broke the Newton step: keep the last certified iterate
+        a, z, w = new
         b = b + alpha * db
         # keep the iterate strictly inside the box despite rounding near C
         a = torch.clamp(a, min=torch.finfo(a.dtype).tiny, max=C * (1.0 - torch.finfo(a.dtype).eps))

@@ -119,3 +119,14 @@ def test_end_game_fallback_still_equals_clarabel(data, bias):
     ours = 0.5 * np.sum(((U * y[:, None]).T @ a) ** 2) - a.sum()
     ref = _clarabel_dual(U, y, lam, bias)
     assert abs(ours - ref) <= 1e-8 * abs(ref)
+
+
+def test_float32_below_its_rounding_floor_stops_early_not_converged(data):
+    from joker import ConvergenceWarning
+
+    X, y = data(1000, seed=3)
+    with pytest.warns(ConvergenceWarning, match="stopped after"):
+        est = LowRankIPMClassifier(lam=1.0, sigma=1.5, n_components=100, dtype="float32", tol=1e-8,
+                                   random_state=1).fit(X, y)
+    assert not est.converged_ and est.n_iter_ < 40  # stalled, not the 200-iteration cap
+    assert np.all(np.isfinite(est.coef_)) and est.dual_gap_ <= 1e-6
