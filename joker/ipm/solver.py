@@ -46,7 +46,8 @@ from .newton import LowRankNewtonSolver
 
 __all__ = ["IPMResult", "svm_certificate", "lowrank_svm_ipm"]
 
-#: Iterations without halving the best gap after which the IPM stops (rounding floor, e.g. float32 at tol 1e-8).
+#: End-game iterations without halving the best gap after which the IPM stops (rounding floor, e.g.
+#: float32 at tol 1e-8).
 STALL_WINDOW = 5
 
 
@@ -123,12 +124,17 @@ def _max_step(x, dx):
     return min(1.0, float((-x[neg] / dx[neg]).min()))
 
 
-def _stalled(history, window=STALL_WINDOW):
-    """True when the best gap of the last ``window`` iterations is not below half the best before them."""
+def _stalled(history, window=STALL_WINDOW, end_game=1e-3):
+    """True in the end game (best gap < ``end_game``) when the last ``window`` iterations did not halve it.
+
+    Far from the optimum the gap of a long-step IPM may shrink slowly for many iterations; only
+    near it does a flat gap mean the rounding floor.
+    """
     if len(history) <= 2 * window:
         return False
     gaps = [h["gap"] for h in history]
-    return min(gaps[-window:]) > 0.5 * min(gaps[:-window])
+    best_before = min(gaps[:-window])
+    return best_before < end_game and min(gaps[-window:]) > 0.5 * best_before
 
 
 def _start(y, C, bias):
@@ -158,8 +164,9 @@ def lowrank_svm_ipm(U, y, lam, bias=True, tol=1e-8, max_iter=200, eta=0.995, max
     tol : float, default 1e-8
         Target of the relative duality gap and relative residuals.
     max_iter : int, default 200
-        Iteration cap; the IPM also stops (not converged) when the best gap has not halved in
-        ``STALL_WINDOW`` iterations (the rounding floor of the dtype) or a Newton step is not finite.
+        Iteration cap; the IPM also stops (not converged) when, below a gap of 1e-3, the best gap has
+        not halved in ``STALL_WINDOW`` iterations (the rounding floor of the dtype) or a Newton step
+        is not finite.
     eta : float, default 0.995
         Fraction to the boundary (raised towards 1 as mu -> 0).
     max_time : float or None
@@ -186,6 +193,7 @@ def lowrank_svm_ipm(U, y, lam, bias=True, tol=1e-8, max_iter=200, eta=0.995, max
     n = U.shape[0]
     C = 1.0 / lam
     V = U * y[:, None]
+    V_abs = V.abs()
     a = _start(y, C, bias)
     grad = V @ (V.T @ a) - 1.0
     delta = 1.0
@@ -218,29 +226,34 @@ def lowrank_svm_ipm(U, y, lam, bias=True, tol=1e-8, max_iter=200, eta=0.995, max
             break
         it += 1
         d = z / a + w / s
-        newton = LowRankNewtonSolver(V, d)
+        newton = LowRankNewtonSolver(V, d, V_abs=V_abs)
+        hy = None
 
-        def direction(rz, rw, hy):
+        def direction(rz, rw):
+            nonlocal hy
             g = -rd + rz / a - rw / s
-            if bias:
-                hg = newton.solve(g)
+            if not bias:
+                da, db = newton.solve(g), 0.0
+            else:
+                if hy is None:  # H^-1 y with the predictor's right-hand side, then reused by the corrector
+                    both = newton.solve(torch.stack([y, g], 1))
+                    hy, hg = both[:, 0], both[:, 1]
+                else:
+                    hg = newton.solve(g)
                 db = (float(y @ hg) + rp) / float(y @ hy)
                 da = hg - db * hy
-            else:
-                da, db = newton.solve(g), 0.0
             return da, db, (rz - z * da) / a, (rw + w * da) / s
 
         def step_to_boundary(da, dz, dw):
             return min(_max_step(a, da), _max_step(s, -da), _max_step(z, dz), _max_step(w, dw))
 
-        hy = newton.solve(y) if bias else None
         # predictor (affine scaling, sigma = 0)
-        da, db, dz, dw = direction(-a * z, -s * w, hy)
+        da, db, dz, dw = direction(-a * z, -s * w)
         alpha = step_to_boundary(da, dz, dw)
         mu_aff = float((a + alpha * da) @ (z + alpha * dz) + (s - alpha * da) @ (w + alpha * dw)) / (2 * n)
         sigma = (mu_aff / mu) ** 3 if mu > 0 else 0.0
         # corrector (Mehrotra's second-order term and centring)
-        da, db, dz, dw = direction(sigma * mu - a * z - da * dz, sigma * mu - s * w + da * dw, hy)
+        da, db, dz, dw = direction(sigma * mu - a * z - da * dz, sigma * mu - s * w + da * dw)
         used_fallback = used_fallback or newton.used_fallback
         frac = max(eta, 1.0 - 10.0 * mu / max(1.0, C))
         alpha = frac * step_to_boundary(da, dz, dw)

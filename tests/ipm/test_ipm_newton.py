@@ -71,3 +71,15 @@ def test_bad_diagonal_rejected():
         LowRankNewtonSolver(V, d)
     with pytest.raises(ValueError, match=r"V must be \(n, k\)"):
         LowRankNewtonSolver(V, d[:10])
+
+
+def test_gram_is_the_symmetric_product():
+    from joker.ipm.newton import gram
+
+    W = torch.from_numpy(np.random.default_rng(4).standard_normal((500, 7)))
+    G = gram(W)
+    torch.testing.assert_close(G, W.T @ W, rtol=1e-13, atol=1e-12)
+    assert torch.equal(G, G.T)
+    G32 = gram(W.float())
+    assert G32.dtype == torch.float32
+    torch.testing.assert_close(G32, (W.T @ W).float(), rtol=1e-5, atol=1e-4)
