@@ -10,9 +10,9 @@ Conventions: ``lam`` is the estimator's own (sum of hinge losses, C = 1/lam),
 ``sigma`` native. The benchmark's problem has no intercept, so neither has
 this method unless ``fit_intercept`` is set.
 
-Memory model of :meth:`plan` (elements, times the dtype size): ``n d`` the
-data, ``5 n k`` the factor U, V = diag(y) U and the Newton solve's scaled
-and absolute copies of V (one transient), ``30 n`` the IPM's vectors,
+Memory model of :meth:`plan` (elements, times the dtype size): ``2 n d`` the
+data and its tensor copy, ``5 n k`` the factor U, V = diag(y) U, |V| and the
+Newton solve's scaled copy of V (one transient), ``30 n`` the IPM's vectors,
 ``4 k^2 + k d`` the capacitance, its Cholesky and the feature map. The plan
 takes the largest ``k`` (halving from ``max_components``) within the budget
 and ``n``. Convergence signal: the IPM's own relative duality gap.
@@ -31,7 +31,7 @@ MIN_COMPONENTS = 16
 
 def ipm_lowrank_bytes(n: int, d: int, k: int, dtype_bytes: int) -> int:
     """Working memory of the low-rank IPM, in bytes (module docstring)."""
-    return int(dtype_bytes * (n * d + 5 * n * k + 30 * n + 4 * k * k + k * d))
+    return int(dtype_bytes * (2 * n * d + 5 * n * k + 30 * n + 4 * k * k + k * d))
 
 
 class IPMLowRankAdapter(Adapter):
