@@ -34,6 +34,20 @@ import torch
 __all__ = ["LowRankNewtonSolver", "gram"]
 
 
+def _cho_solve(B, L):
+    """``(L L^T)^-1 B`` for B of shape (k, r) by two triangular solves.
+
+    torch 2.13 on the CPU, k = 1024: ``solve_triangular`` with one right-hand side column took
+    210 ms and ``cholesky_solve`` 410 ms, against 0.9 ms for two columns; a single column is
+    therefore solved as two copies of itself.
+    """
+    single = B.shape[1] == 1
+    if single:
+        B = torch.cat([B, B], 1)
+    X = torch.linalg.solve_triangular(L.T, torch.linalg.solve_triangular(L, B, upper=False), upper=True)
+    return X[:, :1] if single else X
+
+
 def gram(W):
     """``W^T W`` (k x k, symmetric) of W of shape (n, k).
 
@@ -124,7 +138,7 @@ class LowRankNewtonSolver:
 
     def _woodbury(self, g):
         Dg = self._dinv[:, None] * g
-        t = torch.cholesky_solve(self.V.T @ Dg, self._L)
+        t = _cho_solve(self.V.T @ Dg, self._L)
         return Dg - self._dinv[:, None] * (self.V @ t)
 
     def _rel_residual(self, g, x):
@@ -159,7 +173,7 @@ class LowRankNewtonSolver:
         MB = torch.eye(k, dtype=self.V.dtype, device=self.V.device) + VB.T @ (VB / dB[:, None])
         LB = torch.linalg.cholesky(MB)
         VF = self.V[F]
-        S = torch.diag(self.d[F]) + VF @ torch.cholesky_solve(VF.T, LB)
+        S = torch.diag(self.d[F]) + VF @ _cho_solve(VF.T, LB)
         LS, info = torch.linalg.cholesky_ex(S)
         if int(info) != 0:  # S is SPD in exact arithmetic; symmetric eigen-solve as last resort
             w, Q = torch.linalg.eigh(S)
@@ -175,7 +189,7 @@ class LowRankNewtonSolver:
         gF, gB = g[F], g[B]
 
         def hbb_solve(h):  # (D_B + V_B V_B^T)^-1 h, Woodbury on B (well conditioned)
-            t = torch.cholesky_solve(VB.T @ (h / dB[:, None]), LB)
+            t = _cho_solve(VB.T @ (h / dB[:, None]), LB)
             return h / dB[:, None] - (VB @ t) / dB[:, None]
 
         hB = hbb_solve(gB)
@@ -184,7 +198,7 @@ class LowRankNewtonSolver:
             Q, w = LS
             xF = Q @ ((Q.T @ rhs) / w[:, None])
         else:
-            xF = torch.cholesky_solve(rhs, LS)
+            xF = _cho_solve(rhs, LS)
         xB = hbb_solve(gB - VB @ (VF.T @ xF))
         x = torch.empty_like(g)
         x[F], x[B] = xF, xB
