@@ -45,7 +45,7 @@ SEED_PARAMS = ("seed", "repetition", "random_state", "rep", "data_seed",
 NOT_VARIANT = ("params.plan.", "params.dataset.", "params.budget.")
 NOT_VARIANT_WORDS = ("path", "dir", "uri", "hash", "job")
 METHOD_ORDER = ("joker-exact", "joker-inexact", "falkon", "logfalkon",
-                "eigenpro3", "thundersvm", "libsvm")
+                "eigenpro3", "thundersvm", "libsvm", "ipm-lowrank")
 #: Convergence word of a cell -> mark used in text tables.
 MARKS = {"yes": "✓", "no": "✗", "unknown": "?", "no solution": "–"}
 

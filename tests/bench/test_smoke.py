@@ -6,7 +6,7 @@ from benchutil import parent_runs, trial_runs
 
 pytestmark = pytest.mark.slow
 
-METHODS = {"joker-exact", "joker-inexact", "falkon", "logfalkon", "eigenpro3", "thundersvm", "libsvm"}
+METHODS = {"joker-exact", "joker-inexact", "falkon", "logfalkon", "eigenpro3", "thundersvm", "libsvm", "ipm-lowrank"}
 STATUSES = {"ok", "skipped", "timeout", "oom", "over_budget", "diverged", "error"}
 
 
@@ -81,9 +81,9 @@ def test_measurements_present(runs):
 
 def test_one_line_per_trial_and_a_closing_table(smoke_store):
     out = smoke_store.output
-    lines = [ln for ln in out.splitlines() if ln.startswith("[") and "/14]" in ln]
-    assert len(lines) == 14
-    assert "14 trials:" in out
+    lines = [ln for ln in out.splitlines() if ln.startswith("[") and "/16]" in ln]
+    assert len(lines) == 16
+    assert "16 trials:" in out
     assert smoke_store.seconds < 600  # 5 minutes on an idle 2-core machine; shared CI is noisier
 
 
