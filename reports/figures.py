@@ -259,7 +259,7 @@ def fig_time(runs: pd.DataFrame, order=None):
     fig, ax = plt.subplots(figsize=(max(6, 1.2 * n * len(hue) ** 0.5 + 3), 4),
                            layout="constrained")
     sns.barplot(data=data, x="dataset", y="fit_seconds", hue="method",
-                order=datasets, hue_order=hue, palette=PALETTE, estimator="median",
+                order=datasets, hue_order=hue, palette={m: colour(m) for m in hue}, estimator="median",
                 errorbar=None, ax=ax, alpha=0.85)
     sns.stripplot(data=data, x="dataset", y="fit_seconds", hue="method",
                   order=datasets, hue_order=hue, dodge=True,

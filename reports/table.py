@@ -28,6 +28,8 @@ import re
 import numpy as np
 import pandas as pd
 
+from baselines.registry import ADAPTERS
+
 from . import vocab
 
 KEY = ["dataset", "budget", "method", "variant"]
@@ -44,8 +46,7 @@ SEED_PARAMS = ("seed", "repetition", "random_state", "rep", "data_seed",
 #: adapter's derived plan, and bookkeeping (paths, hashes, job ids).
 NOT_VARIANT = ("params.plan.", "params.dataset.", "params.budget.")
 NOT_VARIANT_WORDS = ("path", "dir", "uri", "hash", "job")
-METHOD_ORDER = ("joker-exact", "joker-inexact", "falkon", "logfalkon",
-                "eigenpro3", "thundersvm", "libsvm", "ipm-lowrank")
+METHOD_ORDER = tuple(ADAPTERS)  # the registry's order: Joker first, one source of method ids
 #: Convergence word of a cell -> mark used in text tables.
 MARKS = {"yes": "✓", "no": "✗", "unknown": "?", "no solution": "–"}
 
