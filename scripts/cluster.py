@@ -257,7 +257,7 @@ SlurmdUser={user}
 AuthType=auth/munge
 AuthInfo=socket={sock}
 CredType=cred/munge
-CommunicationParameters=NoInAddrAny
+CommunicationParameters=NoInAddrAny,NoCtldInAddrAny
 StateSaveLocation={p['state']}
 SlurmdSpoolDir={p['spool']}/slurmd-%n
 SlurmctldPidFile={p['run']}/slurmctld.daemon.pid
