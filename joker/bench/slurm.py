@@ -180,6 +180,9 @@ def lost_job_verdict(job_id: str, error: BaseException) -> Dict[str, str]:
     if st is not None and st["state"] not in LIVE_STATES + ("COMPLETED", "FAILED", ""):
         v = verdict_from_state(job_id, st)
         return {"status": v["status"], "reason": v["reason"] + said}
-    status = "timeout" if "timed-out" in str(error) else "error"
+    if "timed-out" in str(error):  # submitit's SIGUSR2 handler, signal_delay_s before the limit
+        limit = st["timelimit"] if st else "?"
+        return {"status": "timeout", "reason": f"SLURM job {job_id} reached its time limit ({limit}; "
+                "submitit stopped it signal_delay_s before SLURM would have)" + said}
     where = f"{st['detail']}, exit code {st['exit_code']}" if st else "state unknown"
-    return {"status": status, "reason": f"SLURM job {job_id} ended without a record ({where}){said}"}
+    return {"status": "error", "reason": f"SLURM job {job_id} ended without a record ({where}){said}"}
