@@ -11,7 +11,9 @@ selects it with ``_target_``), but collects each job on its own:
   (:func:`joker.bench.app.record_lost_trial`), with SLURM's account of what
   happened (:func:`joker.bench.slurm.lost_job_verdict`), unless the job
   recorded it itself before dying;
-* the sweep goes on to the next job, and Hydra sees every job completed.
+* the sweep goes on to the next job, and Hydra sees every job completed;
+* each job's trial line is printed as the job is collected (the job itself
+  prints it into its SLURM log only).
 
 It also masks tracking-URI passwords in the per-job lines it logs.
 """
@@ -72,6 +74,16 @@ class SlurmLauncher(BaseSubmititLauncher):
         jobs = executor.map_array(self, *zip(*calls))
         return [self._collect(job, call[0], call[2], sweep_dir) for job, call in zip(jobs, calls)]
 
+    @staticmethod
+    def _echo(summary: Any, sweep_dir: Path) -> None:
+        """Print the job's trial line here too (the job printed it into its SLURM log)."""
+        from joker.bench import summary as summ
+        from joker.bench.app import read_sweep_state
+
+        if isinstance(summary, dict):
+            state = read_sweep_state(sweep_dir) or {}
+            print(summ.format_line(summary, len(summ.read_done(sweep_dir)), state.get("n_jobs")), flush=True)
+
     def _collect(self, job: Any, overrides: List[str], num: int, sweep_dir: Path) -> JobReturn:
         """The job's own JobReturn, or one for the trial recorded on its behalf."""
         from joker.bench.app import record_lost_trial
@@ -80,6 +92,7 @@ class SlurmLauncher(BaseSubmititLauncher):
         try:
             ret = job.results()[0]
             if ret.status == JobStatus.COMPLETED:
+                self._echo(ret.return_value, sweep_dir)
                 return ret
             error: BaseException = ret._return_value
         except Exception as exc:  # UncompletedJobError, FailedJobError

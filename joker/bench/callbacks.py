@@ -4,7 +4,11 @@
 any job: it creates the MLflow database (SQLite migrations are not safe to
 run from parallel jobs), the experiment and the parent run, and writes
 ``<sweep dir>/.joker_bench/sweep.json`` that every job reads.
-``on_multirun_end`` closes the parent run and prints the closing table.
+``on_multirun_end`` closes the parent run, prints the closing table and
+checks that the store holds exactly one finished record per trial
+(:func:`joker.bench.audit.check_records`; a failed check fails the sweep).
+Tracking-URI passwords are masked in everything this process logs
+(:mod:`joker.bench.redact`).
 """
 
 from __future__ import annotations
