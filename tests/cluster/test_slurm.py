@@ -45,17 +45,26 @@ def test_smoke_through_slurm_matches_the_basic_launcher(slurm_smoke, cluster, sm
             assert m["fit_seconds"] > 0 and 30 < m["peak_rss_mib"] < 6144  # measured in the job
             assert run.data.tags["threads"] == "2"
     # one SLURM job per trial, and the closing check of the store passed
-    assert len(list((slurm_smoke["dir"] / ".submitit").glob("*_*"))) == len(SMOKE_METHODS)
+    assert len(list((slurm_smoke["dir"] / ".submitit").glob("[0-9]*_[0-9]*"))) == len(SMOKE_METHODS)
     assert "store check: 3 trials, one finished record each" in slurm_smoke["first"].stdout
 
 
 def test_second_run_finds_the_finished_trials(slurm_smoke, cluster):
+    first = {r.data.tags["method"]: r for r in benchutil.trial_runs(cluster["tracking_uri"], slurm_smoke["sweep"])}
     again = slurm_smoke["run"]()
     assert again.returncode == 0, again.stdout[-5000:]
-    lines = [ln for ln in again.stdout.splitlines() if ln.startswith("[") and "/3]" in ln]
-    assert len(lines) == 3 and all("(cached)" in ln for ln in lines), lines
-    runs = benchutil.trial_runs(cluster["tracking_uri"], slurm_smoke["sweep"])
-    assert len(runs) == 3  # nothing recorded twice
+    lines = {ln.split()[2]: ln for ln in again.stdout.splitlines() if ln.startswith("[") and "/3]" in ln}
+    assert set(lines) == set(SMOKE_METHODS)
+    # finished trials are found, not run again; a skipped one (falkon missing) is tried again
+    for method, run in first.items():
+        assert ("(cached)" in lines[method]) == (run.data.tags["status"] == "ok"), lines[method]
+    runs = benchutil.trial_runs(cluster["tracking_uri"], slurm_smoke["sweep"], finished_only=True)
+    current = [r for r in runs if "superseded_by" not in r.data.tags]
+    assert sorted(r.data.tags["method"] for r in current) == sorted(SMOKE_METHODS)
+    for method, run in first.items():
+        if run.data.tags["status"] == "ok":
+            assert run.info.run_id in {r.info.run_id for r in current}  # the same record, kept
+    assert "store check: 3 trials, one finished record each" in again.stdout
 
 
 def test_eight_jobs_write_at_once(run_slurm_sweep, cluster, tmp_path):
