@@ -77,12 +77,12 @@ class SlurmLauncher(BaseSubmititLauncher):
     @staticmethod
     def _echo(summary: Any, sweep_dir: Path) -> None:
         """Print the job's trial line here too (the job printed it into its SLURM log)."""
-        from joker.bench import summary as summ
-        from joker.bench.app import read_sweep_state
+        from joker.bench.summary import format_line
+        from joker.bench.sweep_state import read_done, read_sweep_state
 
         if isinstance(summary, dict):
             state = read_sweep_state(sweep_dir) or {}
-            print(summ.format_line(summary, len(summ.read_done(sweep_dir)), state.get("n_jobs")), flush=True)
+            print(format_line(summary, len(read_done(sweep_dir)), state.get("n_jobs")), flush=True)
 
     def _collect(self, job: Any, overrides: List[str], num: int, sweep_dir: Path) -> JobReturn:
         """The job's own JobReturn, or one for the trial recorded on its behalf."""
