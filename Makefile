@@ -29,10 +29,17 @@ REPORT_ARGS ?=
 PYTEST_ARGS ?=
 UI_PORT ?= 5000
 RESULTS := $(CURDIR)/results
+SERVICES := $(RESULTS)/services
+
+# After `make cluster-up`, the SLURM commands of every target (sbatch, sacct,
+# run by submitit) talk to its cluster, unless SLURM_CONF is already set.
+ifneq ($(wildcard $(SERVICES)/etc/slurm.conf),)
+export SLURM_CONF ?= $(SERVICES)/etc/slurm.conf
+endif
 # The dataset cache (parsed arrays, hashes, downloads) of joker.data.
 JOKER_DATA_HOME ?= $(HOME)/.cache/joker-bench
 
-.PHONY: help install test smoke reproduce-table4 report ui bench-solver bench-data clean clean-data distclean
+.PHONY: help install test smoke reproduce-table4 report ui bench-solver bench-data cluster-up cluster-down clean clean-data distclean
 
 help:
 	@echo "make install            virtualenv $(VENV) with the project and its test extras"
@@ -43,6 +50,8 @@ help:
 	@echo "make ui                 MLflow UI on http://127.0.0.1:$(UI_PORT)"
 	@echo "make bench-solver       Joker against the official implementation's anchors"
 	@echo "make bench-data         dataset loading benchmark"
+	@echo "make cluster-up         local SLURM cluster + PostgreSQL-backed MLflow server (results/services/)"
+	@echo "make cluster-down       stop every daemon of cluster-up"
 	@echo "make clean              remove results/ (runs, reports), outputs/, multirun/, Python caches"
 	@echo "make clean-data         remove the dataset cache $(JOKER_DATA_HOME)"
 	@echo "make distclean          clean, and remove $(VENV) (the dataset cache stays)"
@@ -85,7 +94,16 @@ bench-solver: $(STAMP)
 bench-data: $(STAMP)
 	$(PY) -m joker.data.bench $(ARGS)
 
-clean:
+# The services of `make cluster-up` (scripts/cluster.py): Debian packages
+# installed when missing, every daemon on 127.0.0.1 or a private socket,
+# stopped by its recorded PID. cluster-down needs only python3.
+cluster-up: $(STAMP)
+	$(PY) scripts/cluster.py up
+
+cluster-down:
+	$(PYTHON) scripts/cluster.py down
+
+clean: cluster-down
 	rm -rf results outputs multirun .pytest_cache
 	find . -name __pycache__ -type d -not -path "./$(VENV)/*" -prune -exec rm -rf {} +
 

@@ -23,13 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from . import summary as summ
-from .sweep_state import read_done, read_sweep_state, write_done
+from .sweep_state import STATE_DIR, read_done, read_sweep_state, write_done
 from .identity import code_version, config_hash
 from .meters import Limits
 from .provenance import git_info, hardware_tags, versions
 from .record import MIB, RECORD_SCHEMA_VERSION, RETRIED_STATUSES, SCHEMA_TAG
-from .runner import Outcome, classify, run_trial
+from .runner import Outcome, _read_json, classify, run_trial, tail
 from .schema import flatten, resolve_trial
+from .slurm import slurm_verdict
 from .spec import TrialSpec
 from .tracking import Store, history_curves, resolve_uri, write_history_csv
 
@@ -250,15 +251,9 @@ def run_job(cfg: Any, progress: bool | None = None) -> dict[str, Any]:
     out = _execute(spec, workdir, label, progress)
     end_ms = int(time.time() * 1000)
     verdict = classify(out, spec.budget.host_bytes, spec.budget.gpu_bytes)
-    record = build_record(spec, chash, out, verdict)
-    art = _stage_artifacts(workdir, spec, record, out, verdict)
-    run_id = store.log_trial(
-        run_name=f"{spec.method.name}@{spec.dataset.name}#r{spec.repetition}",
-        parent_run_id=state.get("parent_run_id") if state else None, params=record["params"],
-        metrics=record["metrics"], tags=record["tags"], curves=history_curves(record["history"], start_ms),
-        artifacts_dir=art, start_ms=start_ms, end_ms=end_ms, supersede=bool(cfg.rerun) or retry_failed,
-    )
-    s = _summary(spec, chash, verdict["status"], verdict["reason"], record["metrics"], run_id, cached=False)
+    verdict = slurm_verdict(verdict, out.signal, bool(out.killed_for))  # scancel, time limit
+    s = _record(store, state.get("parent_run_id") if state else None, spec, chash, out, verdict, workdir,
+                (start_ms, end_ms), supersede=bool(cfg.rerun) or retry_failed)
     return _finish(ctx, s, total)
 
 
@@ -269,3 +264,71 @@ def _finish(ctx: dict[str, Any], s: dict[str, Any], total: int | None) -> dict[s
         done = len(read_done(ctx["sweep_dir"]))
     print(summ.format_line(s, done, total), flush=True)
     return s
+
+
+def _record(
+    store: Store, parent: str | None, spec: TrialSpec, chash: str, out: Outcome,
+    verdict: dict[str, str], workdir: Path, span_ms: tuple[int, int], supersede: bool,
+) -> dict[str, Any]:
+    """Write one trial's MLflow child run and its artifacts; return the trial summary."""
+    record = build_record(spec, chash, out, verdict)
+    art = _stage_artifacts(workdir, spec, record, out, verdict)
+    run_id = store.log_trial(
+        run_name=f"{spec.method.name}@{spec.dataset.name}#r{spec.repetition}",
+        parent_run_id=parent, params=record["params"], metrics=record["metrics"], tags=record["tags"],
+        curves=history_curves(record["history"], span_ms[0]), artifacts_dir=art,
+        start_ms=span_ms[0], end_ms=span_ms[1], supersede=supersede,
+    )
+    return _summary(spec, chash, verdict["status"], verdict["reason"], record["metrics"], run_id, cached=False)
+
+
+def record_lost_trial(
+    cfg: Any, sweep_dir: Path, job_dir: Path, job_num: int, verdict: dict[str, str]
+) -> dict[str, Any]:
+    """Record a trial whose job ended without recording it (SLURM killed the whole job, say).
+
+    Called in the process that launched the sweep
+    (:class:`hydra_plugins.joker_bench_launcher.slurm_launcher.SlurmLauncher`),
+    so that no trial is lost and the sweep goes on.
+
+    Parameters
+    ----------
+    cfg : omegaconf.DictConfig
+        The job's task config (without its ``hydra`` node).
+    sweep_dir : pathlib.Path
+        The sweep folder (holds ``.joker_bench/sweep.json``).
+    job_dir : pathlib.Path
+        The job's output folder (its ``trial/`` may hold ``progress.json`` and ``stderr.txt``).
+    job_num : int
+        The job's number in the sweep.
+    verdict : dict
+        ``{"status", "reason"}`` (:func:`joker.bench.slurm.lost_job_verdict`).
+
+    Returns
+    -------
+    dict
+        The trial summary; the job's own when the job did record its trial.
+
+    Raises
+    ------
+    RuntimeError
+        When the sweep state (tracking URI, parent run) is missing.
+    """
+    done = Path(sweep_dir) / STATE_DIR / "done" / f"{job_num}.json"
+    if done.exists():  # the job recorded its trial before it died
+        return json.loads(done.read_text())
+    state = read_sweep_state(sweep_dir)
+    if not state:
+        raise RuntimeError(f"no sweep state in {sweep_dir}: cannot record job {job_num}")
+    spec = resolve_trial(cfg)
+    chash = config_hash(spec)
+    workdir = Path(job_dir) / "trial"
+    workdir.mkdir(parents=True, exist_ok=True)
+    out = Outcome(progress=_read_json(workdir / "progress.json") or {},
+                  stderr_tail=tail(workdir / "stderr.txt"))
+    now_ms = int(time.time() * 1000)
+    store = Store(state["tracking_uri"], state["experiment_id"])
+    s = _record(store, state.get("parent_run_id"), spec, chash, out, verdict, workdir,
+                (now_ms, now_ms), supersede=True)
+    ctx = {"multirun": True, "sweep_dir": Path(sweep_dir), "job_num": job_num}
+    return _finish(ctx, s, state.get("n_jobs"))

@@ -4,7 +4,11 @@
 any job: it creates the MLflow database (SQLite migrations are not safe to
 run from parallel jobs), the experiment and the parent run, and writes
 ``<sweep dir>/.joker_bench/sweep.json`` that every job reads.
-``on_multirun_end`` closes the parent run and prints the closing table.
+``on_multirun_end`` closes the parent run, prints the closing table and
+checks that the store holds exactly one finished record per trial
+(:func:`joker.bench.audit.check_records`; a failed check fails the sweep).
+Tracking-URI passwords are masked in everything this process logs
+(:mod:`joker.bench.redact`).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from omegaconf import DictConfig
 from . import summary as summ
 from .paths import export_conf_env
 from .record import RECORD_SCHEMA_VERSION
+from .redact import redact_logs, redact_uri
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +71,7 @@ class BenchCallback(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         """Open the store and the parent run before any job starts."""
         export_conf_env()
+        redact_logs()
         from .sweep_state import write_sweep_state
         from .provenance import git_info
         from .tracking import Store, resolve_uri
@@ -75,7 +81,7 @@ class BenchCallback(Callback):
         experiment = config.mlflow.experiment or config.sweep
         store = Store.open(uri, experiment)
         n_jobs = count_jobs(config)
-        overrides = " ".join(config.hydra.overrides.task)
+        overrides = redact_uri(" ".join(config.hydra.overrides.task))
         parent = store.start_parent(
             name=f"{experiment} {time.strftime('%Y-%m-%d %H:%M:%S')}",
             tags={
@@ -89,7 +95,7 @@ class BenchCallback(Callback):
             "experiment_id": store.experiment_id, "parent_run_id": parent, "n_jobs": n_jobs,
         })
         print(
-            f"sweep '{experiment}': {n_jobs if n_jobs is not None else '?'} trials -> {uri}"
+            f"sweep '{experiment}': {n_jobs if n_jobs is not None else '?'} trials -> {redact_uri(uri)}"
             f" (parent run {parent})\n  outputs: {sweep_dir}",
             flush=True,
         )
@@ -98,23 +104,37 @@ class BenchCallback(Callback):
             print(older_schema_note(older), flush=True)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        """Close the parent run and print one line per trial."""
+        """Close the parent run, print one line per trial, check the store.
+
+        Raises
+        ------
+        RuntimeError
+            When the store does not hold exactly one finished record per trial.
+        """
+        from .audit import check_records
         from .sweep_state import read_done, read_sweep_state
         from .tracking import Store
 
         sweep_dir = Path(config.hydra.sweep.dir)
         state = read_sweep_state(sweep_dir)
         done = read_done(sweep_dir)
+        check = None
         if state:
+            store = Store(state["tracking_uri"], state["experiment_id"])
             try:
-                Store(state["tracking_uri"], state["experiment_id"]).end_run(state["parent_run_id"])
+                store.end_run(state["parent_run_id"])
             except Exception as exc:  # the trials are recorded; do not fail the sweep here
                 log.warning("could not close the parent run: %s", exc)
+            check = check_records(store, done, state.get("n_jobs"))
         print("\n" + summ.table(done), flush=True)
         if state:
             print(
-                f"results: {state['tracking_uri']} (experiment '{state['experiment']}')\n"
+                f"results: {redact_uri(state['tracking_uri'])} (experiment '{state['experiment']}')\n"
                 f"  report: python -m reports --experiment {state['experiment']}   "
                 "browse: make ui",
                 flush=True,
             )
+        if check is not None:
+            print(check[1], flush=True)
+            if not check[0]:
+                raise RuntimeError(check[1])

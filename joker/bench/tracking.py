@@ -25,6 +25,7 @@ from typing import Any, Callable, Iterable, TypeVar
 
 from .paths import results_dir
 from .record import RECORD_SCHEMA_VERSION, default_tracking_uri, schema_of
+from .redact import protect
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -111,6 +112,7 @@ class Store:
         self.uri = uri
         self.experiment_id = experiment_id
         self.client = MlflowClient(tracking_uri=uri)
+        protect(uri)  # no password of the URI in what MLflow or Hydra print
 
     @classmethod
     def open(cls, uri: str, experiment: str) -> "Store":

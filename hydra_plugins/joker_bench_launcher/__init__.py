@@ -1,0 +1,1 @@
+"""joker-bench's Hydra launcher plugins (Hydra finds launchers only under ``hydra_plugins``)."""
