@@ -14,7 +14,7 @@ Steps (``progress.json`` beside RESULT_JSON names the phase reached)::
     metrics  test metrics, convergence(), describe()
 
 The child never imports MLflow (the parent logs). It always writes
-RESULT_JSON (status ``ok | skipped | oom | diverged | error`` and reason)
+RESULT_JSON (status ``ok | skipped | over_budget | oom | diverged | error`` and reason)
 unless it is killed; it talks to the method only through the adapter API
 of docs/contracts.md.
 """
@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from baselines.base import Adapter, Budget, DivergedError
+from baselines.base import Adapter, Budget, BudgetError, DivergedError
 from baselines.registry import get_adapter
 from baselines.registry import load_object as registry_load_object
 from baselines.threads import limit_threads
@@ -357,7 +357,10 @@ def run(spec: TrialSpec, progress: Progress, res: dict[str, Any]) -> dict[str, A
         rss_now, peak_before = rss_bytes()
         budget = make_budget(spec, rss_now)
         res["fit_budget"] = {"name": budget.name, "host_bytes": budget.host_bytes, "gpu_bytes": budget.gpu_bytes}
-        res["plan"] = dict(adapter.plan(budget, *ds.X_train.shape))
+        try:
+            res["plan"] = dict(adapter.plan(budget, *ds.X_train.shape))
+        except BudgetError as why:  # the smallest setting does not fit: over_budget, with the arithmetic
+            raise _Failed("over_budget", str(why)) from None
         res["metrics"]["baseline_rss_mib"] = peak_before / MIB
         progress("fit")
         _, res["metrics"]["fit_seconds"] = _timed(adapter.fit, ds.X_train, ds.y_train)

@@ -125,3 +125,31 @@ def test_trial_child_sets_fraction_and_context(monkeypatch):
     assert metrics == {"gpu_context_mib": 680.0}
     assert fractions == [(pytest.approx(2048 * MIB / H200_TOTAL), 0)]
     assert gpumem.memory_fraction(2048 * MIB, H200_TOTAL) == fractions[0][0]
+
+
+def test_too_small_gpu_budget_ends_over_budget_before_the_fit(tmp_path):
+    """The trial child on a CUDA spec whose GPU budget holds nothing: over_budget with the arithmetic, no crash.
+
+    Runs on a machine without a GPU too: the plan is refused before the fit
+    would ask for the device.
+    """
+    from baselines.device import Device
+    from joker.bench import trial
+    from joker.bench.spec import TrialBudget, TrialDataset, TrialMethod, TrialSpec
+
+    spec = TrialSpec(
+        sweep="t", scale="smoke", repetition=0, base_seed=0, seed=0, data_seed=0, threads=1,
+        device=Device.parse("cuda"), timeout_s=60, lam=1.0, sigma=1.0,
+        dataset=TrialDataset("_test_tiny", "binary", 200, 100, "random", "test_accuracy",
+                             loader="tests/bench/fakes.py:load_tiny"),
+        method=TrialMethod("joker-exact", "squared_hinge", "gaussian", "float64", {}, warmup=False),
+        budget=TrialBudget("gpu-1k", None, 1024),
+    )
+    res = {"status": "ok", "reason": "", "metrics": {}}
+    trial.run(spec, trial.Progress(tmp_path / "progress.json"), res)
+    # the smallest block: halvings of min(gpu_max_block_size, n) = 200, 100, 50, 25 (>= 16)
+    est = 8 * (200 * 25 + 200 * 5 + 4 * 200 + 3 * 25 * 25 + 25 * 5)  # joker_exact_bytes(200, 5, 25, 8)
+    assert res["status"] == "over_budget"
+    assert res["reason"] == (f"joker-exact: budget 'gpu-1k' (0.000977 MiB) cannot hold the smallest setting "
+                             f"(estimated {est / MIB:.3g} MiB for n=200, d=5, block_size=25)")
+    assert "fit_seconds" not in res["metrics"]
