@@ -142,3 +142,63 @@ def test_too_small_gpu_budget_is_a_budget_error_with_the_arithmetic():
         make(JokerExactAdapter, "regression").plan(tiny, 1_844_332, 10)
     with pytest.raises(BudgetError, match="cannot hold the smallest setting"):
         make(FalkonAdapter, "regression").plan(Budget.from_mib("gpu-8m", 1024, 8), 1000, 10)
+
+
+def torch_equal(a, b) -> bool:
+    import torch
+
+    return a.shape == b.shape and bool(torch.equal(a, b))
+
+
+def _as_if_on_gpu(monkeypatch):
+    """Take the adapter's GPU branch on the CPU device (the real library runs; no GPU needed)."""
+    monkeypatch.setattr(EigenPro3Adapter, "on_gpu", property(lambda self: True))
+    monkeypatch.setattr(EigenPro3Adapter, "_require_gpu", lambda self: None)
+
+
+def test_eigenpro3_host_batches_match_its_own_loaders(monkeypatch):
+    """With the batch uncapped, host batches are EigenPro3's own (device) loaders' batches, and fit alike."""
+    import numpy as np
+
+    ok, why = EigenPro3Adapter.available()
+    if not ok:
+        pytest.skip(why)
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((1000, 5))
+    y = np.sin(X[:, 0]) + 0.5 * X[:, 1] ** 2 + 0.1 * rng.standard_normal(1000)
+    kw = dict(task="regression", loss="squared", sigma=2.0, lam=1.0, dtype="float64", n_centers=200, epochs=3, n_nystrom=300,
+              preconditioner_level=50)
+    own = EigenPro3Adapter(**kw).fit(X, y)
+    _as_if_on_gpu(monkeypatch)
+    host = EigenPro3Adapter(**kw, max_batch=10**9)
+    host.plan(Budget.from_mib("gpu", 1024, 1024), *X.shape)
+    host.fit(X, y)
+    assert isinstance(host.model_.train_loaders[0], HostBatches)
+    assert host.plan_["batch_size"] == own.plan_["batch_size"] < len(X)  # two batches per epoch
+    ours, theirs = list(host.model_.train_loaders[0]), list(own.model_.train_loaders[0])
+    assert len(ours) == len(theirs) == 2
+    for (xa, ya), (xb, yb) in zip(ours, theirs):
+        assert torch_equal(xa, xb) and torch_equal(ya, yb)
+    # Not bit-identical fits: iterating a torch DataLoader draws from torch's global generator, which
+    # EigenPro3's projection step (torch.randperm) also uses. The curves agree closely.
+    np.testing.assert_allclose([h["rmse"] for h in host._history], [h["rmse"] for h in own._history], rtol=0.05)
+
+
+def test_eigenpro3_capped_batch_still_learns(monkeypatch):
+    """A batch capped below EigenPro3's choice keeps the step per sample and still fits (RMSE well below std(y))."""
+    import numpy as np
+
+    ok, why = EigenPro3Adapter.available()
+    if not ok:
+        pytest.skip(why)
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((1000, 5))
+    y = np.sin(X[:, 0]) + 0.5 * X[:, 1] ** 2 + 0.1 * rng.standard_normal(1000)
+    _as_if_on_gpu(monkeypatch)
+    est = EigenPro3Adapter(task="regression", loss="squared", sigma=2.0, lam=1.0, dtype="float64", n_centers=200,
+                           epochs=5, max_batch=64, n_nystrom=300, preconditioner_level=50)
+    est.plan(Budget.from_mib("gpu", 1024, 1024), *X.shape)
+    est.fit(X, y)
+    assert est.plan_["batch_size"] == 64
+    rmse = float(np.sqrt(np.mean((est.predict(X) - y) ** 2)))
+    assert rmse < 0.5 * float(np.std(y))
