@@ -150,29 +150,48 @@ def torch_equal(a, b) -> bool:
     return a.shape == b.shape and bool(torch.equal(a, b))
 
 
-def _as_if_on_gpu(monkeypatch):
-    """Take the adapter's GPU branch on the CPU device (the real library runs; no GPU needed)."""
-    monkeypatch.setattr(EigenPro3Adapter, "on_gpu", property(lambda self: True))
-    monkeypatch.setattr(EigenPro3Adapter, "_require_gpu", lambda self: None)
+#: A small EigenPro3 setting: 200 centres, 300 Nystroem samples, preconditioner level 50.
+EP3_SMALL = dict(task="regression", loss="squared", sigma=2.0, lam=1.0, dtype="float64", n_centers=200,
+                 n_nystrom=300, preconditioner_level=50)
+
+
+def _eigenpro3_problem(monkeypatch, seed: int):
+    """``(X, y, gpu_branch)``: a smooth 1,000 x 5 regression; the test is skipped without EigenPro3.
+
+    Calling ``gpu_branch()`` makes the adapter take its GPU branch on the
+    CPU device (host batches, capped batch), so the real library runs
+    without a GPU.
+    """
+    import numpy as np
+
+    ok, why = EigenPro3Adapter.available()
+    if not ok:
+        pytest.skip(why)
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((1000, 5))
+    y = np.sin(X[:, 0]) + 0.5 * X[:, 1] ** 2 + 0.1 * rng.standard_normal(1000)
+
+    def gpu_branch():
+        monkeypatch.setattr(EigenPro3Adapter, "on_gpu", property(lambda self: True))
+        monkeypatch.setattr(EigenPro3Adapter, "_require_gpu", lambda self: None)
+
+    return X, y, gpu_branch
+
+
+def _fit_on_gpu_branch(X, y, **options):
+    est = EigenPro3Adapter(**EP3_SMALL, **options)
+    est.plan(Budget.from_mib("gpu", 1024, 1024), *X.shape)
+    return est.fit(X, y)
 
 
 def test_eigenpro3_host_batches_match_its_own_loaders(monkeypatch):
     """With the batch uncapped, host batches are EigenPro3's own (device) loaders' batches, and fit alike."""
     import numpy as np
 
-    ok, why = EigenPro3Adapter.available()
-    if not ok:
-        pytest.skip(why)
-    rng = np.random.default_rng(0)
-    X = rng.standard_normal((1000, 5))
-    y = np.sin(X[:, 0]) + 0.5 * X[:, 1] ** 2 + 0.1 * rng.standard_normal(1000)
-    kw = dict(task="regression", loss="squared", sigma=2.0, lam=1.0, dtype="float64", n_centers=200, epochs=3, n_nystrom=300,
-              preconditioner_level=50)
-    own = EigenPro3Adapter(**kw).fit(X, y)
-    _as_if_on_gpu(monkeypatch)
-    host = EigenPro3Adapter(**kw, max_batch=10**9)
-    host.plan(Budget.from_mib("gpu", 1024, 1024), *X.shape)
-    host.fit(X, y)
+    X, y, gpu_branch = _eigenpro3_problem(monkeypatch, 0)
+    own = EigenPro3Adapter(**EP3_SMALL, epochs=3).fit(X, y)
+    gpu_branch()
+    host = _fit_on_gpu_branch(X, y, epochs=3, max_batch=10**9)
     assert isinstance(host.model_.train_loaders[0], HostBatches)
     assert host.plan_["batch_size"] == own.plan_["batch_size"] < len(X)  # two batches per epoch
     ours, theirs = list(host.model_.train_loaders[0]), list(own.model_.train_loaders[0])
@@ -188,17 +207,9 @@ def test_eigenpro3_capped_batch_still_learns(monkeypatch):
     """A batch capped below EigenPro3's choice keeps the step per sample and still fits (RMSE well below std(y))."""
     import numpy as np
 
-    ok, why = EigenPro3Adapter.available()
-    if not ok:
-        pytest.skip(why)
-    rng = np.random.default_rng(1)
-    X = rng.standard_normal((1000, 5))
-    y = np.sin(X[:, 0]) + 0.5 * X[:, 1] ** 2 + 0.1 * rng.standard_normal(1000)
-    _as_if_on_gpu(monkeypatch)
-    est = EigenPro3Adapter(task="regression", loss="squared", sigma=2.0, lam=1.0, dtype="float64", n_centers=200,
-                           epochs=5, max_batch=64, n_nystrom=300, preconditioner_level=50)
-    est.plan(Budget.from_mib("gpu", 1024, 1024), *X.shape)
-    est.fit(X, y)
+    X, y, gpu_branch = _eigenpro3_problem(monkeypatch, 1)
+    gpu_branch()
+    est = _fit_on_gpu_branch(X, y, epochs=5, max_batch=64)
     assert est.plan_["batch_size"] == 64
     rmse = float(np.sqrt(np.mean((est.predict(X) - y) ** 2)))
     assert rmse < 0.5 * float(np.std(y))
