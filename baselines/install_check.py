@@ -6,10 +6,10 @@ Usage::
 
 Prints one line (library, version, where it was found; for Falkon whether
 its compiled extension loaded and with which CUDA version) and exits 0, or
-prints the reason and exits 1. Falkon's extension finds torch's shared
-libraries through the run path ``$ORIGIN/../../torch/lib``, which resolves
-only when Falkon sits in the same ``site-packages`` as torch: the check
-says so when it does not.
+prints the reason and exits 1. Falkon's CUDA extension finds torch's
+shared libraries through the run path ``$ORIGIN/../../torch/lib``, which
+resolves only when Falkon sits in the same ``site-packages`` as torch: the
+check says so when it does not.
 """
 
 from __future__ import annotations
