@@ -39,10 +39,23 @@ endif
 # The dataset cache (parsed arrays, hashes, downloads) of joker.data.
 JOKER_DATA_HOME ?= $(HOME)/.cache/joker-bench
 
-.PHONY: help install test smoke reproduce-table4 report ui bench-solver bench-data cluster-up cluster-down clean clean-data distclean
+.PHONY: help install install-falkon install-eigenpro3 gpu-check test smoke reproduce-table4 report ui bench-solver bench-data cluster-up cluster-down clean clean-data distclean
+
+# Optional baselines (not on PyPI). Falkon is built from source against the
+# venv's torch, into the venv (its extension's rpath finds torch's libraries
+# only from the same site-packages): with CUDA when nvcc is found and torch is
+# a CUDA build, CPU-only otherwise. FALKON_SRC may be a local checkout.
+FALKON_SRC ?= git+https://github.com/FalkonML/falkon.git
+MAX_JOBS ?= 2
+# EigenPro3's setup.py fails at its latest commit: a clone on the venv's path instead.
+EIGENPRO3_SRC ?= https://github.com/EigenPro/EigenPro3.git
+EIGENPRO3_DIR ?= $(abspath ../EigenPro3)
 
 help:
 	@echo "make install            virtualenv $(VENV) with the project and its test extras"
+	@echo "make install-falkon     build Falkon (LogFalkon) from source into $(VENV) (FALKON_SRC=..., MAX_JOBS=$(MAX_JOBS))"
+	@echo "make install-eigenpro3  clone EigenPro3 to $(EIGENPRO3_DIR) and put it on $(VENV)'s path"
+	@echo "make gpu-check          torch-based methods at paper scale on one GPU, gpu-2g and gpu-10g (exits 0 without a GPU)"
 	@echo "make test               the test suite (includes a smoke sweep on real data)"
 	@echo "make smoke              every method on small real subsets (< 5 min on 2 cores)"
 	@echo "make reproduce-table4   the paper's Table 4 on local data, then the report"
@@ -64,6 +77,23 @@ $(STAMP): pyproject.toml
 	@touch $@
 
 install: $(STAMP)
+
+install-falkon: $(STAMP)
+	$(PY) -m pip install --quiet setuptools wheel ninja
+	@if command -v nvcc >/dev/null 2>&1 && $(PY) -c "import sys, torch; sys.exit(torch.version.cuda is None)"; then \
+	  echo "install-falkon: nvcc and a CUDA torch found: building with CUDA"; cpu=0; \
+	else echo "install-falkon: no nvcc or a CPU-only torch: CPU-only build (FORCE_ONLY_CPU=1)"; cpu=1; fi; \
+	FORCE_ONLY_CPU=$$cpu MAX_JOBS=$(MAX_JOBS) $(PY) -m pip install --no-build-isolation "$(FALKON_SRC)"
+	$(PY) -m baselines.install_check falkon
+
+install-eigenpro3: $(STAMP)
+	@test -d "$(EIGENPRO3_DIR)/.git" || git clone "$(EIGENPRO3_SRC)" "$(EIGENPRO3_DIR)"
+	echo "$(EIGENPRO3_DIR)" > "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/eigenpro3-src.pth"
+	$(PY) -m baselines.install_check eigenpro3
+
+# Not part of `make test`: for a machine with one GPU (scripts in joker/bench/gpu_check.py).
+gpu-check: $(STAMP)
+	$(PY) -m joker.bench.gpu_check $(ARGS)
 
 # pytest exit status 5 ("no tests collected") is a failure here, never a pass.
 test: $(STAMP)

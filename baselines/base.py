@@ -43,6 +43,7 @@ __all__ = [
     "Adapter",
     "AdapterError",
     "Budget",
+    "BudgetError",
     "DivergedError",
     "DTYPE_BYTES",
     "MIB",
@@ -101,6 +102,15 @@ class DivergedError(AdapterError):
     trivial predictor (the mean for regression, the majority class for
     classification). Subclass of :class:`AdapterError`, so a caller that
     only catches ``AdapterError`` still records a failure, never a result.
+    """
+
+
+class BudgetError(AdapterError):
+    """The memory budget cannot hold even the smallest setting of the method.
+
+    Raised by :meth:`Adapter.plan` with the arithmetic in the message; the
+    trial ends ``over_budget`` before the fit, never as a crash. Subclass
+    of :class:`AdapterError`.
     """
 
 
@@ -348,8 +358,9 @@ class Adapter(abc.ABC):
 
         Raises
         ------
-        AdapterError
-            If even the smallest setting does not fit the budget.
+        BudgetError
+            If even the smallest setting does not fit the budget (an
+            :class:`AdapterError`).
         ValueError
             On a non-positive ``n`` or ``d`` or a wrong ``budget`` type.
         """
@@ -361,9 +372,13 @@ class Adapter(abc.ABC):
         chosen = self._plan(budget, int(n), int(d))
         limit = budget.gpu_bytes if self.on_gpu else budget.host_bytes
         if chosen["est_bytes"] > limit:
-            raise AdapterError(
-                f"{self.name}: budget {budget.name!r} ({limit / MIB:.0f} MiB) cannot hold the smallest setting "
-                f"(estimated {chosen['est_bytes'] / MIB:.0f} MiB for n={n}, d={d})"
+            knobs = ", ".join(f"{k}={v}" for k, v in chosen.items()
+                              if k != "est_bytes" and isinstance(v, numbers.Integral) and not k.endswith("_bytes")
+                              and not k.startswith("max_"))
+            raise BudgetError(
+                f"{self.name}: budget {budget.name!r} ({_mib(limit)}) cannot hold the smallest setting "
+                f"(estimated {_mib(chosen['est_bytes'])} for n={n}, d={d}"
+                + (f", {knobs})" if knobs else ")")
             )
         chosen = {**chosen, "budget": budget.name, "budget_bytes": int(limit)}
         self.plan_ = chosen
@@ -643,6 +658,11 @@ def positive_float(label: str, value: Any) -> float:
     if not (math.isfinite(value) and value > 0):
         raise ValueError(f"{label} must be positive and finite, got {value!r}")
     return value
+
+
+def _mib(size: int) -> str:
+    """A size in MiB for messages: whole MiB from 10 MiB up, three significant digits below."""
+    return f"{size / MIB:.0f} MiB" if size >= 10 * MIB else f"{size / MIB:.3g} MiB"
 
 
 def _version(distribution: str, module: str) -> str:

@@ -43,7 +43,7 @@ import numpy as np
 
 from .base import CHECK_ROWS, Adapter, Budget, capture_output, relative_plateau, torch_threads
 
-__all__ = ["EigenPro3Adapter", "import_eigenpro3"]
+__all__ = ["EigenPro3Adapter", "HostBatches", "cap_batch", "eigenpro3_gpu_bytes", "import_eigenpro3"]
 
 #: Shims applied by :func:`import_eigenpro3` in this process.
 SHIMS: list[str] = []
@@ -96,6 +96,66 @@ def import_eigenpro3() -> types.ModuleType:
     return models
 
 
+#: Share of the GPU budget EigenPro3's device estimate may take (the allocator is capped at the budget).
+GPU_WORK_SHARE = 0.75
+
+
+def eigenpro3_gpu_bytes(p: int, d: int, s: int, q: int, batch: int, dtype_bytes: int, outputs: int = 1) -> int:
+    """What EigenPro3 keeps on the GPU with ``p`` centres, in bytes (the training data stay on the host).
+
+    Elements, times ``dtype_bytes``: centres ``p d``; weights and their
+    update copies ``4 p C``; the projection's kernel of the centres ``p^2``
+    (``HilbertProjection.kzz``); Nystroem samples and eigenvectors ``s (d +
+    q)``; the data preconditioner matrix ``p q``; one batch's rows and
+    targets ``b (d + C)`` and its kernel blocks against the centres and
+    the Nystroem samples ``b (p + s)``; projection workspace ``3 t^2 + t
+    (1000 + p)`` with ``t = min(p, 2000)`` (as on the CPU).
+
+    Parameters
+    ----------
+    p, d, s, q, batch : int
+        Centres, features, Nystroem samples, preconditioner level, batch rows.
+    dtype_bytes : int
+        4 or 8.
+    outputs : int, default 1
+        Target columns C.
+    """
+    t = min(p, 2000)
+    elements = (p * d + 4 * p * outputs + p * p + s * (d + q) + p * q + batch * (d + outputs)
+                + batch * (p + s) + 3 * t * t + t * (1000 + p))
+    return int(dtype_bytes * elements)
+
+
+def cap_batch(model: Any, batch: int) -> None:
+    """Lower an EigenPro3 model's batch to ``batch`` rows, keeping its step per sample.
+
+    EigenPro3 updates ``weights -= (lr / batch_size) * gradient sum`` with
+    ``lr`` proportional to the batch below the critical size
+    (``KernelModel.get_preconditioner``), so scaling ``lr`` with the batch
+    keeps ``lr / batch_size``, the step per sample.
+    """
+    if model.batch_size > batch:
+        model.lr = model.lr * batch / model.batch_size
+        model.batch_size = int(batch)
+
+
+class HostBatches:
+    """Consecutive row batches of host tensors, what EigenPro3's ``fit_epoch`` iterates over.
+
+    EigenPro3's own loaders copy the whole training set to the device
+    (``makedataloaders``); these keep it on the host and let
+    ``KernelModel.fit_batch`` copy one batch at a time. Same order as its
+    unshuffled loaders.
+    """
+
+    def __init__(self, X: Any, Y: Any, batch: int) -> None:
+        self.X, self.Y, self.batch = X, Y, int(batch)
+
+    def __iter__(self) -> Iterator[tuple[Any, Any]]:
+        for start in range(0, len(self.X), self.batch):
+            yield self.X[start:start + self.batch], self.Y[start:start + self.batch]
+
+
 @contextlib.contextmanager
 def _default_dtype(dtype: Any) -> Iterator[None]:
     import torch
@@ -124,6 +184,10 @@ class EigenPro3Adapter(Adapter):
     preconditioner_level : int, default 500
         Eigen-directions of the data preconditioner (upstream default;
         capped at ``min(n, n_nystrom) - 2``).
+    max_batch : int, default 8192
+        On a GPU, the largest batch copied to the device (EigenPro3's
+        spectral batch is uncapped); a smaller batch keeps EigenPro3's step
+        per sample ``lr / batch_size``.
     plateau_rtol : float, default 1e-3
     check_divergence : bool, default True
 
@@ -147,7 +211,8 @@ class EigenPro3Adapter(Adapter):
     losses = {"regression": ("squared",), "binary": ("squared",), "multiclass": ("squared",)}
     devices = ("cpu", "cuda")
     option_defaults = {"n_centers": None, "max_centers": 20_000, "epochs": 10, "n_nystrom": 5000,
-                       "preconditioner_level": 500, "plateau_rtol": 1e-3, "check_divergence": True}
+                       "preconditioner_level": 500, "max_batch": 8192, "plateau_rtol": 1e-3,
+                       "check_divergence": True}
     signal = "training error per epoch"
     check_divergence = True
 
@@ -164,28 +229,36 @@ class EigenPro3Adapter(Adapter):
     # --------------------------------------------------------------- plan
 
     def _est_bytes(self, p: int, n: int, d: int) -> int:
-        """Working memory of EigenPro3 with p centres, in bytes (upper estimate).
+        """Working memory of EigenPro3 with p centres on the budgeted device, in bytes (upper estimate).
 
-        Elements, times the dtype size: data ``n (d + 1)``; centres and four
-        copies of the weights ``p (d + 4)``; data preconditioner: Nystroem
-        samples, kernel, eigenvectors and eigh workspace ``s (d + q + p) +
-        3 s^2`` plus the ``p x q`` preconditioner matrix; one batch's kernel
-        blocks ``b (p + s)`` with the worst-case batch ``b = n`` (EigenPro3
-        derives the batch from the spectrum, uncapped); projection step
-        ``3 t^2 + t (1000 + p)`` with ``t = min(p, 2000)``.
+        CPU, elements times the dtype size: data ``n (d + 1)``; centres and
+        four copies of the weights ``p (d + 4)``; data preconditioner:
+        Nystroem samples, kernel, eigenvectors and eigh workspace ``s (d +
+        q + p) + 3 s^2`` plus the ``p x q`` preconditioner matrix; one
+        batch's kernel blocks ``b (p + s)`` with the worst-case batch ``b =
+        n`` (EigenPro3 derives the batch from the spectrum, uncapped);
+        projection step ``3 t^2 + t (1000 + p)`` with ``t = min(p, 2000)``.
+        GPU: :func:`eigenpro3_gpu_bytes` (the data stay on the host).
         """
         s, q = self._nystrom(n)
+        if self.on_gpu:
+            return eigenpro3_gpu_bytes(p, d, s, q, self._batch(n), self.dtype_bytes)
         t = min(p, 2000)
         elements = (n * (d + 1) + p * (d + 4) + s * (d + q + p) + 3 * s * s + p * q
                     + n * (p + s) + 3 * t * t + t * (1000 + p))
         return int(self.dtype_bytes * elements)
+
+    def _batch(self, n: int) -> int:
+        """Largest batch the GPU fit uses (``max_batch``, at most ``n``)."""
+        return min(n, int(self.options["max_batch"]))
 
     def _nystrom(self, n: int) -> tuple[int, int]:
         s = min(n, int(self.options["n_nystrom"]))
         return s, max(1, min(int(self.options["preconditioner_level"]), s - 2))
 
     def _plan(self, budget: Budget, n: int, d: int) -> dict[str, Any]:
-        limit = budget.gpu_bytes if self.on_gpu else budget.host_bytes
+        # GPU: the estimate takes at most GPU_WORK_SHARE of the budget (allocator rounding, upstream temporaries)
+        limit = int(GPU_WORK_SHARE * budget.gpu_bytes) if self.on_gpu else budget.host_bytes
         p = self.options["n_centers"]
         if p is None:
             lo, hi = 1, min(n, int(self.options["max_centers"]))
@@ -195,8 +268,11 @@ class EigenPro3Adapter(Adapter):
             p = lo
         p = min(int(p), n)
         s, q = self._nystrom(n)
-        return {"n_centers": p, "epochs": int(self.options["epochs"]), "n_nystrom": s,
+        plan = {"n_centers": p, "epochs": int(self.options["epochs"]), "n_nystrom": s,
                 "preconditioner_level": q, "est_bytes": self._est_bytes(p, n, d)}
+        if self.on_gpu:
+            plan["max_batch"] = self._batch(n)
+        return plan
 
     # --------------------------------------------------------------- fit / predict
 
@@ -231,14 +307,20 @@ class EigenPro3Adapter(Adapter):
             torch.manual_seed(self.seed)
             nystrom = Xt[torch.randperm(n)[:s]]  # what KernelModel draws by default
 
+            host_data = self.on_gpu  # on a GPU only the centres, weights, preconditioner and a batch go there
+
             def build(level: int) -> Any:
                 return models.KernelModel(Y.shape[1], Xt[centre_idx], self._kernel, X=Xt, y=Y, devices=[dev],
-                                          nystrom_samples=nystrom, data_preconditioner_level=level)
+                                          nystrom_samples=nystrom, data_preconditioner_level=level,
+                                          make_dataloader=not host_data)
 
             model = build(q)
             if model.batch_size > n and q > 1:  # small or smooth problem: see the class notes
                 q = self._level_for_batch(svd.nystrom_kernel_svd, nystrom, q, n)
                 model = build(q)
+            if host_data:
+                cap_batch(model, self._batch(n))
+                model.train_loaders = [HostBatches(Xt, Y, model.batch_size)]
             self.model_ = model
             for epoch in range(int(self.options["epochs"])):
                 model.epoch = epoch
@@ -267,6 +349,9 @@ class EigenPro3Adapter(Adapter):
                 return q
         return 1
 
+    def _decision_batch(self) -> int:
+        return min(8192, int(self.options["max_batch"])) if self.on_gpu else 8192
+
     @property
     def _metric(self) -> str:
         return "rmse" if self.task == "regression" else "error_rate"
@@ -279,10 +364,11 @@ class EigenPro3Adapter(Adapter):
             return float(np.mean((scores > 0) != (target > 0)))
         return float(np.mean(np.argmax(scores, axis=1) != target))
 
-    def _decision(self, X: np.ndarray, batch: int = 8192) -> np.ndarray:
-        """``k(X, centres) @ weights`` with EigenPro3's kernel function, in row batches."""
+    def _decision(self, X: np.ndarray) -> np.ndarray:
+        """``k(X, centres) @ weights`` with EigenPro3's kernel function, in row batches (at most ``max_batch`` on a GPU)."""
         import torch
 
+        batch = self._decision_batch()
         centres, weights = self.model_.centers, self.model_.weights
         out = []
         with torch_threads(self.n_threads), torch.inference_mode():

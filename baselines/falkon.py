@@ -8,11 +8,17 @@ Conversions (``baselines.conventions``): ``penalty = lam / n`` (squared
 loss), ``GaussianKernel(sigma)`` uses the benchmark's sigma as is
 (``exp(-||x - z||^2 / (2 sigma^2))``).
 
-Memory (``plan``): the largest ``M`` whose M x M preconditioner (about
-``2 * M^2`` elements: the Cholesky factor and its workspace) plus the
-centres fit the budget next to the data, capped by ``n`` and the ``max_M``
-option; what is left goes to Falkon as ``max_cpu_mem`` (``max_gpu_mem`` on
-GPU), the bound Falkon uses to size its kernel blocks.
+Memory (``plan``), CPU: the largest ``M`` whose M x M preconditioner
+(about ``2 * M^2`` elements: the Cholesky factor and its workspace) plus
+the centres fit the budget next to the data, capped by ``n`` and the
+``max_M`` option; what is left goes to Falkon as ``max_cpu_mem``, the
+bound Falkon uses to size its kernel blocks. GPU: :func:`falkon_gpu_plan`
+(the preconditioner takes at most half of the GPU budget, Falkon's
+``max_gpu_mem`` is three quarters of it; ``docs/contracts.md``, "GPU plans
+of the adapters"). The paper-scale sweep runs Falkon in float32 on the GPU
+(Falkon's examples and its lower GPU thresholds for float32), with the
+M x M kernel in float64 (Falkon's default ``no_single_kernel=True``) and
+the divergence check below.
 
 Convergence: training error after every CG iteration through Falkon's
 ``error_fn`` / ``error_every`` callback. Falkon runs a fixed number of CG
@@ -33,10 +39,15 @@ import numpy as np
 from .base import MIB, Adapter, Budget, capture_output, relative_plateau, torch_threads
 from .conventions import falkon_penalty
 
-__all__ = ["FalkonAdapter", "FalkonFamily", "falkon_error_fn", "largest_m"]
+__all__ = ["FalkonAdapter", "FalkonFamily", "falkon_error_fn", "falkon_gpu_plan", "largest_m"]
 
 #: Smallest kernel-block memory left to Falkon, in bytes.
 MIN_BLOCK_BYTES = 16 * MIB
+#: Share of the GPU budget passed to Falkon as ``max_gpu_mem`` (the rest: allocator rounding,
+#: tensors Falkon allocates outside its own accounting; the allocator is capped at the budget).
+GPU_WORK_SHARE = 0.75
+#: Largest share of the GPU budget the preconditioner's factorisation may take on the device.
+PC_SHARE = 0.5
 
 
 def largest_m(room_bytes: float, dtype_bytes: int, d: int) -> int:
@@ -52,6 +63,52 @@ def largest_m(room_bytes: float, dtype_bytes: int, d: int) -> int:
     while m > 0 and dtype_bytes * (2 * m * m + m * (d + 4)) > room_bytes:
         m -= 1
     return m
+
+
+def falkon_gpu_plan(budget: Budget, n: int, d: int, dtype_bytes: int, M: int | None = None,
+                    max_M: int = 20_000) -> dict[str, Any]:
+    """Falkon's knobs on a GPU: the rule of ``docs/contracts.md``, "GPU plans of the adapters".
+
+    The data stay on the host (Falkon streams them to the device). Falkon
+    may use ``max_gpu_mem = GPU_WORK_SHARE * budget`` (3/4); the
+    preconditioner's factorisation on the device (``2 M^2 + M (d + 4)``
+    elements, :func:`largest_m`) takes at most ``PC_SHARE * budget`` (1/2),
+    so the kernel blocks keep at least a quarter of the budget while it
+    runs, and all of ``max_gpu_mem`` during the iterations.
+
+    Parameters
+    ----------
+    budget : baselines.base.Budget
+        Its ``gpu_bytes`` is the method's GPU budget (the CUDA context excluded,
+        ``joker.bench.gpumem``); its ``host_bytes`` bounds ``max_cpu_mem``.
+    n, d : int
+        Training rows and features.
+    dtype_bytes : int
+        4 (float32) or 8 (float64).
+    M : int or None
+        Forced number of centres (None: the largest the rule allows, capped
+        by ``n`` and ``max_M``).
+    max_M : int
+
+    Returns
+    -------
+    dict
+        ``M``, ``pc_bytes``, ``max_gpu_mem``, ``max_cpu_mem`` and
+        ``est_bytes`` = ``max(max_gpu_mem, pc_bytes + work)`` with
+        ``work = max(16 MiB, budget / 4)``: above the budget (and then
+        refused by :meth:`baselines.base.Adapter.plan`) only when a forced
+        ``M`` breaks the rule or the budget is below the smallest block room.
+    """
+    limit = budget.gpu_bytes
+    cap = min(n, int(max_M))
+    M = min(int(M), n) if M is not None else max(1, min(cap, largest_m(PC_SHARE * limit, dtype_bytes, d)))
+    pc_bytes = dtype_bytes * (2 * M * M + M * (d + 4))
+    max_gpu = max(MIN_BLOCK_BYTES, int(GPU_WORK_SHARE * limit))
+    work = max(MIN_BLOCK_BYTES, limit // 4)
+    data = dtype_bytes * (n * d + 2 * n)  # X, Y and the callback's predictions, in (pinned) host memory
+    return {"M": M, "pc_bytes": int(pc_bytes), "max_gpu_mem": int(max_gpu),
+            "max_cpu_mem": int(max(MIN_BLOCK_BYTES, budget.host_bytes - data)),
+            "est_bytes": int(max(max_gpu, pc_bytes + work))}
 
 
 def falkon_error_fn(task: str) -> tuple[Callable[[Any, Any], float], str]:
@@ -86,24 +143,19 @@ class FalkonFamily(Adapter):
     }
 
     def _plan(self, budget: Budget, n: int, d: int) -> dict[str, Any]:
+        if self.on_gpu:
+            return falkon_gpu_plan(budget, n, d, self.dtype_bytes, self.options["M"], int(self.options["max_M"]))
         dsz = self.dtype_bytes
         outputs = 1
         data = dsz * (n * d + 2 * n * outputs)  # X, Y and the training predictions of the callback
-        limit = budget.gpu_bytes if self.on_gpu else budget.host_bytes
-        data_on_device = 0 if self.on_gpu else data  # on GPU Falkon streams the data from the host
-        room = limit - data_on_device - MIN_BLOCK_BYTES
+        room = budget.host_bytes - data - MIN_BLOCK_BYTES
         cap = min(n, int(self.options["max_M"]))
         M = self.options["M"]
         M = min(int(M), n) if M is not None else max(1, min(cap, largest_m(room, dsz, d)))
         pc_bytes = dsz * (2 * M * M + M * (d + 4))
-        block = max(MIN_BLOCK_BYTES, limit - data_on_device - pc_bytes)
-        plan = {"M": M, "pc_bytes": int(pc_bytes), "est_bytes": int(data_on_device + pc_bytes + block)}
-        if self.on_gpu:
-            plan["max_gpu_mem"] = int(block)
-            plan["max_cpu_mem"] = int(max(MIN_BLOCK_BYTES, budget.host_bytes - data))
-        else:
-            plan["max_cpu_mem"] = int(block)
-        return plan
+        block = max(MIN_BLOCK_BYTES, budget.host_bytes - data - pc_bytes)
+        return {"M": M, "pc_bytes": int(pc_bytes), "est_bytes": int(data + pc_bytes + block),
+                "max_cpu_mem": int(block)}
 
     def _falkon_options(self) -> Any:
         from falkon import FalkonOptions

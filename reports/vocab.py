@@ -40,11 +40,8 @@ SKIP_WORDS = {"not_installed": "not installed", "unsupported": "n/a",
 #: One-line install command of the optional libraries, for records that
 #: carry no ``install_hint`` tag (README.md, "Optional baselines").
 INSTALL_HINTS = {
-    "falkon": "MAX_JOBS=2 .venv/bin/pip install --no-build-isolation "
-              "git+https://github.com/FalkonML/falkon.git",
-    "eigenpro3": "git clone https://github.com/EigenPro/EigenPro3.git ../EigenPro3 "
-                 "&& echo \"$(cd ../EigenPro3 && pwd)\" > \"$(.venv/bin/python -c "
-                 "'import site; print(site.getsitepackages()[0])')/eigenpro3-src.pth\"",
+    "falkon": "make install-falkon",
+    "eigenpro3": "make install-eigenpro3",
     "thundersvm": ".venv/bin/pip install thundersvm-cpu",
 }
 INSTALL_HINTS["logfalkon"] = INSTALL_HINTS["falkon"]

@@ -24,6 +24,7 @@ from typing import Any
 
 from . import summary as summ
 from .sweep_state import STATE_DIR, read_done, read_sweep_state, write_done
+from .gpumem import GpuMemory
 from .identity import code_version, config_hash
 from .meters import Limits
 from .provenance import git_info, hardware_tags, versions
@@ -91,6 +92,7 @@ def _measured_metrics(res: dict[str, Any], out: Outcome) -> dict[str, float]:
         metrics["peak_gpu_mib"] = out.peak_gpu_bytes / MIB
     elif "torch_peak_gpu_mib" in metrics:
         metrics["peak_gpu_mib"] = metrics["torch_peak_gpu_mib"]
+    metrics.update(GpuMemory.from_metrics(metrics, out.peak_gpu_bytes).metrics())  # fit_gpu_mib (gpumem)
     for key in ("load_seconds", "warmup_seconds"):
         if res.get(key) is not None:
             metrics[key] = float(res[key])

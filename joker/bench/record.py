@@ -47,7 +47,7 @@ RETRIED_STATUSES = frozenset(STATUSES) - KEPT_STATUSES
 METRIC_UNITS = {
     "fit_seconds": "s", "predict_seconds": "s", "load_seconds": "s", "warmup_seconds": "s", "wall_seconds": "s",
     "peak_rss_mib": "MiB", "sampled_peak_rss_mib": "MiB", "baseline_rss_mib": "MiB", "peak_gpu_mib": "MiB",
-    "torch_peak_gpu_mib": "MiB", "torch_reserved_gpu_mib": "MiB",
+    "torch_peak_gpu_mib": "MiB", "torch_reserved_gpu_mib": "MiB", "fit_gpu_mib": "MiB", "gpu_context_mib": "MiB",
     "test_rmse": "target units", "test_mse": "target units squared", "test_rel_error": "1",
     "test_accuracy": "fraction in [0, 1]", "test_auc": "1", "test_f1": "1",
     "dual_gap": "relative", "kkt_residual": "1", "primal": "objective", "dual": "objective",

@@ -29,6 +29,7 @@ import psutil
 
 from baselines.threads import thread_env
 
+from .gpumem import GpuMemory, over_budget_reason
 from .meters import Limits, TreeSampler
 from .paths import ROOT_ENV, repo_root
 from .record import MIB, STATUSES
@@ -290,7 +291,9 @@ def classify(
     -----
     Precedence: a kill by the parent (timeout, memory) > the child's own
     status > death by signal / non-zero exit > ``ok``. An ``ok`` trial whose
-    measured peak passes its budget becomes ``over_budget``.
+    host RSS peak passes its host budget, or whose method GPU memory (NVML
+    peak minus the CUDA context, :mod:`joker.bench.gpumem`) passes its GPU
+    budget, becomes ``over_budget``.
     """
     phase = out.progress.get("phase")
     where = f" (during {phase})" if phase else ""
@@ -306,11 +309,9 @@ def classify(
                     f"peak RSS {out.peak_rss_bytes / MIB:.0f} MiB > host budget "
                     f"{host_budget_bytes / MIB:.0f} MiB"
                 )
-            if gpu_budget_bytes and out.peak_gpu_bytes and out.peak_gpu_bytes > gpu_budget_bytes:
-                over.append(
-                    f"peak GPU {out.peak_gpu_bytes / MIB:.0f} MiB > GPU budget "
-                    f"{gpu_budget_bytes / MIB:.0f} MiB"
-                )
+            gpu = GpuMemory.from_metrics(res.get("metrics") or {}, out.peak_gpu_bytes).method
+            if over_budget_reason(gpu, gpu_budget_bytes):
+                over.append(over_budget_reason(gpu, gpu_budget_bytes))
             if over:
                 return {"status": "over_budget", "reason": "; ".join(over)}
         return {"status": status, "reason": reason}

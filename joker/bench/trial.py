@@ -14,7 +14,7 @@ Steps (``progress.json`` beside RESULT_JSON names the phase reached)::
     metrics  test metrics, convergence(), describe()
 
 The child never imports MLflow (the parent logs). It always writes
-RESULT_JSON (status ``ok | skipped | oom | diverged | error`` and reason)
+RESULT_JSON (status ``ok | skipped | over_budget | oom | diverged | error`` and reason)
 unless it is killed; it talks to the method only through the adapter API
 of docs/contracts.md.
 """
@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from baselines.base import Adapter, Budget, DivergedError
+from baselines.base import Adapter, Budget, BudgetError, DivergedError
 from baselines.registry import get_adapter
 from baselines.registry import load_object as registry_load_object
 from baselines.threads import limit_threads
@@ -101,7 +101,9 @@ def make_budget(spec: TrialSpec, rss_now: int) -> Budget:
     The host share is the budget minus what the process already holds
     (interpreter, libraries, data): the memory the fit itself may use.
     An unlimited budget becomes the machine's available memory; the GPU
-    share is the GPU budget, else the device's total memory on CUDA, else 0.
+    share is the GPU budget minus what torch's allocator already holds
+    (:func:`joker.bench.gpumem.plan_room`), else the device's total memory
+    on CUDA, else 0.
 
     Parameters
     ----------
@@ -122,6 +124,12 @@ def make_budget(spec: TrialSpec, rss_now: int) -> Budget:
 
         host = int(psutil.virtual_memory().available)
     gpu = b.gpu_bytes or 0
+    if b.gpu_bytes and spec.device.is_cuda:  # the method's room (joker.bench.gpumem.plan_room)
+        from .gpumem import plan_room
+
+        torch = sys.modules.get("torch")
+        held = torch.cuda.memory_reserved(spec.device.ordinal) if torch is not None and torch.cuda.is_initialized() else 0
+        gpu = plan_room(b.gpu_bytes, int(held))
     if b.gpu_bytes is None and spec.device.is_cuda:
         try:
             import torch
@@ -339,8 +347,8 @@ def run(spec: TrialSpec, progress: Progress, res: dict[str, Any]) -> dict[str, A
         sigma = _median_sigma(ds.X_train) if spec.sigma == "median" else float(spec.sigma)
         res["sigma_value"] = sigma
         kwargs = _adapter_kwargs(spec, sigma)
-        if spec.device.is_cuda and spec.budget.gpu_bytes:
-            _torch_memory_fraction(spec)
+        if spec.device.is_cuda:
+            _cuda_setup(spec, res["metrics"])
         _warm_up(spec, cls, ds, kwargs, res)
         res["thread_info"] = limit_threads(spec.threads)
         res["warmup_seconds"] = time.perf_counter() - t
@@ -349,7 +357,10 @@ def run(spec: TrialSpec, progress: Progress, res: dict[str, Any]) -> dict[str, A
         rss_now, peak_before = rss_bytes()
         budget = make_budget(spec, rss_now)
         res["fit_budget"] = {"name": budget.name, "host_bytes": budget.host_bytes, "gpu_bytes": budget.gpu_bytes}
-        res["plan"] = dict(adapter.plan(budget, *ds.X_train.shape))
+        try:
+            res["plan"] = dict(adapter.plan(budget, *ds.X_train.shape))
+        except BudgetError as why:  # the smallest setting does not fit: over_budget, with the arithmetic
+            raise _Failed("over_budget", str(why)) from None
         res["metrics"]["baseline_rss_mib"] = peak_before / MIB
         progress("fit")
         _, res["metrics"]["fit_seconds"] = _timed(adapter.fit, ds.X_train, ds.y_train)
@@ -364,14 +375,30 @@ def run(spec: TrialSpec, progress: Progress, res: dict[str, Any]) -> dict[str, A
     return res
 
 
-def _torch_memory_fraction(spec: TrialSpec) -> None:
-    """Cap torch's CUDA allocator at the GPU budget (torch-based methods)."""
+def _cuda_setup(spec: TrialSpec, metrics: dict[str, Any]) -> None:
+    """Initialise CUDA, record the context baseline, cap torch's allocator at the GPU budget.
+
+    The arithmetic is :mod:`joker.bench.gpumem` (the one definition of a
+    method's GPU memory); ``gpu_context_mib`` goes into ``metrics``.
+    """
     try:
         import torch
 
+        from . import gpumem
+        from .meters import open_nvml
+
         idx = spec.device.ordinal
-        total = torch.cuda.get_device_properties(idx).total_memory
-        torch.cuda.set_per_process_memory_fraction(min(1.0, spec.budget.gpu_bytes / total), idx)
+        nvml = open_nvml()
+        try:
+            context = gpumem.measure_context(idx, nvml.used_by if nvml else None, torch)
+        finally:
+            if nvml is not None:
+                nvml.close()
+        if context is not None:
+            metrics["gpu_context_mib"] = context / MIB
+        if spec.budget.gpu_bytes:
+            total = torch.cuda.get_device_properties(idx).total_memory
+            torch.cuda.set_per_process_memory_fraction(gpumem.memory_fraction(spec.budget.gpu_bytes, total), idx)
     except Exception:  # no usable CUDA: the adapter reports it when it fits
         pass
 
