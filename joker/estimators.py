@@ -250,10 +250,14 @@ class _JokerBase(BaseEstimator):
         params = {"block_size": int(self.block_size), "tol": float(self.tol), "kkt_tol": self.kkt_tol,
                   "max_epochs": int(self.max_epochs), "max_time": self.max_time, "verbose": int(self.verbose)}
         for name in _SHARED_KNOBS:
-            if name in opts and opts[name] != params[name]:
+            # a parameter left at the solver's default (joker.solver.DEFAULTS) is not "given":
+            # solver_options may then set the knob; two different given values are a conflict
+            given = params[name] != getattr(DEFAULTS, name)
+            if name in opts and given and opts[name] != params[name]:
                 raise ValueError(f"{name} is given both as a parameter ({params[name]!r}) and in solver_options "
                                  f"({opts[name]!r}); give it once")
-            opts[name] = params[name]
+            if given or name not in opts:
+                opts[name] = params[name]
         return SolverOptions.from_dict(opts)
 
     def _bandwidth(self, Xt):

@@ -30,10 +30,20 @@ def test_conflicting_parameter_and_solver_option_is_an_error():
     with pytest.raises(ValueError, match="tol is given both as a parameter"):
         JokerRegressor(sigma=1.0, tol=0.1, solver_options={"tol": 1e-12}).fit(X, X[:, 0])
     with pytest.raises(ValueError, match="block_size"):
-        JokerClassifier(sigma=1.0, solver_options={"block_size": 8}).fit(X, X[:, 0] > 0)
+        JokerClassifier(sigma=1.0, block_size=16, solver_options={"block_size": 8}).fit(X, X[:, 0] > 0)
     # the same value twice is not a conflict
     m = JokerRegressor(sigma=1.0, tol=0.1, solver_options={"tol": 0.1}).fit(X, X[:, 0])
     assert m.dual_gap_ <= 0.1
+
+
+def test_a_knob_given_only_in_solver_options_is_used():
+    # a parameter left at its default is not "given": solver_options alone sets the knob
+    # (make bench-solver --verbose passed solver_options={"verbose": 1} and was refused)
+    X = np.random.default_rng(0).standard_normal((30, 2))
+    m = JokerRegressor(sigma=1.0, lam=1e-2, solver_options={"max_epochs": 1, "tol": 1e-14}).fit(X, X[:, 0])
+    assert m.n_epochs_ == 1 and not m.converged_
+    m = JokerRegressor(sigma=1.0, solver_options={"tol": 1e-12}).fit(X, X[:, 0])
+    assert m.converged_ and m.dual_gap_ <= 1e-12
 
 
 def test_klr_digits_converges_on_gap_and_kkt():
