@@ -303,7 +303,10 @@ def _method_setting(c: dict[str, Any]) -> dict[str, Any]:
 
 def _trial_dataset(ds: dict[str, Any], scale: str) -> TrialDataset:
     """The dataset part: sizes from ``dataset.n_train``/``n_test`` when set, else ``sizes[scale]``."""
-    sizes = (ds.get("sizes") or {}).get(scale) or {}
+    known = ds.get("sizes") or {}
+    if known and scale not in known:  # a typo would otherwise run on the whole dataset
+        raise ConfigError(f"scale={scale!r} is not one of dataset {ds['name']!r}'s scales {sorted(known)}")
+    sizes = known.get(scale) or {}
     if not isinstance(sizes, dict) or set(sizes) - {"n_train", "n_test"}:
         raise ConfigError(f"dataset.sizes[{scale}] must be {{n_train, n_test}}, got {sizes!r}")
     n_train = ds.get("n_train") if ds.get("n_train") is not None else sizes.get("n_train")
@@ -357,6 +360,11 @@ def resolve_trial(cfg: Any) -> TrialSpec:
         device = Device.parse(c["device"])
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
+    if base_seed < 0 or rep < 0:
+        raise ConfigError(f"seed and repetition must be >= 0, got seed={base_seed}, repetition={rep}")
+    if device.is_cuda and b.get("gpu_mib") is None and b.get("host_mib") is not None:
+        raise ConfigError(f"device={c['device']!r} needs a budget with gpu_mib (e.g. budget=gpu-2g); "
+                          f"budget {b['name']!r} has a host limit only")
     return TrialSpec(
         sweep=c["sweep"], scale=c["scale"], repetition=rep, base_seed=base_seed,
         seed=derive_seed(base_seed, ds["name"], c["method"]["name"], rep),

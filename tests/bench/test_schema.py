@@ -1,3 +1,4 @@
+import re
 """Composition of the typed configs and their resolution into a trial spec."""
 
 import pytest
@@ -131,8 +132,8 @@ def test_trial_spec_is_typed_and_round_trips_through_json():
     from joker.bench.identity import config_hash
     from joker.bench.spec import TrialSpec
 
-    spec = resolve_trial(_compose("smoke", ["budget=cpu-1g", "device=cuda:1"]))
-    assert spec.budget.host_bytes == 1024 * 2**20 and spec.budget.gpu_bytes is None
+    spec = resolve_trial(_compose("smoke", ["budget=cpu-1g", "budget.gpu_mib=2048", "device=cuda:1"]))
+    assert spec.budget.host_bytes == 1024 * 2**20 and spec.budget.gpu_bytes == 2048 * 2**20
     assert spec.budget.host_kill_bytes == int(1.5 * 1024 * 2**20)
     assert spec.device == Device("cuda", 1) and spec.device.is_cuda and str(spec.device) == "cuda:1"
     back = TrialSpec.from_json(spec.to_json())
@@ -150,7 +151,11 @@ def test_trial_spec_is_typed_and_round_trips_through_json():
     ("dataset.lam=0", "lam must be positive and finite, got 0.0"),
     ("dataset.lam=-1", "lam must be positive"),
     ("budget.host_mib=0", "budget.host_mib must be positive or null, got 0"),
+    ("scale=huge", "scale='huge' is not one of dataset 'higgs-head''s scales ['local', 'paper', 'smoke']"),
+    ("device=cuda", "device='cuda' needs a budget with gpu_mib (e.g. budget=gpu-2g); budget 'cpu-4g' has"),
+    ("repetition=-1", "seed and repetition must be >= 0, got seed=0, repetition=-1"),
+    ("seed=-3", "seed and repetition must be >= 0, got seed=-3"),
 ])
 def test_bad_device_lam_and_budget_are_config_errors(override, message):
-    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)").replace("|", r"\|")):
+    with pytest.raises(ConfigError, match=re.escape(message)):
         resolve_trial(_compose("smoke", [override]))
