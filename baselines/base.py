@@ -44,6 +44,7 @@ __all__ = [
     "AdapterError",
     "Budget",
     "DivergedError",
+    "budget_error",
     "DTYPE_BYTES",
     "MIB",
     "TASKS",
@@ -116,6 +117,12 @@ class Budget:
         Host (CPU) memory the solver may use, in bytes. Must be > 0.
     gpu_bytes : int, default 0
         GPU memory the solver may use, in bytes (0 on CPU-only trials).
+    total_bytes : int or None, default None
+        The whole host budget of the trial when ``host_bytes`` is what is
+        left of it after the process's own pre-fit memory (only used to
+        explain a budget that is too small).
+    held_bytes : int or None, default None
+        Host memory the process already held before the fit (same use).
 
     Raises
     ------
@@ -126,6 +133,8 @@ class Budget:
     name: str
     host_bytes: int
     gpu_bytes: int = 0
+    total_bytes: int | None = None
+    held_bytes: int | None = None
 
     def __post_init__(self) -> None:
         for field in ("host_bytes", "gpu_bytes"):
@@ -144,6 +153,42 @@ class Budget:
     def default(cls) -> "Budget":
         """The budget used when :meth:`Adapter.fit` runs before :meth:`Adapter.plan`: 1 GiB host, 1 GiB GPU."""
         return cls("default", 1024 * MIB, 1024 * MIB)
+
+
+def budget_error(name: str, budget: Budget, on_gpu: bool, est_bytes: int, n: int, d: int) -> str:
+    """The one-line message of a budget too small for a method's smallest setting.
+
+    Names the budget and its size; for a host budget that the trial reduced
+    by the process's pre-fit memory (``budget.total_bytes`` and
+    ``held_bytes`` set), also what the process held and what remained.
+
+    Parameters
+    ----------
+    name : str
+        Solver id.
+    budget : Budget
+    on_gpu : bool
+        Whether the limit is the GPU share.
+    est_bytes : int
+        The adapter's estimate of its smallest setting, bytes.
+    n, d : int
+        Training rows and features.
+
+    Returns
+    -------
+    str
+        E.g. ``"libsvm: budget 'cpu-1g' (300 MiB): the process already held
+        398 MiB before the fit, leaving 0 MiB, which cannot hold the smallest
+        setting (2 MiB for n=5000, d=22)"``.
+    """
+    need = f"cannot hold the smallest setting ({est_bytes / MIB:.0f} MiB for n={n}, d={d})"
+    if on_gpu:
+        return f"{name}: GPU budget {budget.name!r} ({budget.gpu_bytes / MIB:.0f} MiB) {need}"
+    if budget.total_bytes is not None and budget.held_bytes is not None:
+        left = max(0, budget.total_bytes - budget.held_bytes)
+        return (f"{name}: budget {budget.name!r} ({budget.total_bytes / MIB:.0f} MiB): the process already held "
+                f"{budget.held_bytes / MIB:.0f} MiB before the fit, leaving {left / MIB:.0f} MiB, which {need}")
+    return f"{name}: budget {budget.name!r} ({budget.host_bytes / MIB:.0f} MiB) {need}"
 
 
 class Adapter(abc.ABC):
@@ -361,10 +406,7 @@ class Adapter(abc.ABC):
         chosen = self._plan(budget, int(n), int(d))
         limit = budget.gpu_bytes if self.on_gpu else budget.host_bytes
         if chosen["est_bytes"] > limit:
-            raise AdapterError(
-                f"{self.name}: budget {budget.name!r} ({limit / MIB:.0f} MiB) cannot hold the smallest setting "
-                f"(estimated {chosen['est_bytes'] / MIB:.0f} MiB for n={n}, d={d})"
-            )
+            raise AdapterError(budget_error(self.name, budget, self.on_gpu, chosen["est_bytes"], n, d))
         chosen = {**chosen, "budget": budget.name, "budget_bytes": int(limit)}
         self.plan_ = chosen
         return dict(chosen)

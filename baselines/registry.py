@@ -27,7 +27,7 @@ from typing import Any
 
 from .base import Adapter
 
-__all__ = ["ADAPTERS", "ADAPTERS_ENV", "METHODS", "Registry", "get_adapter", "load_object", "register"]
+__all__ = ["ADAPTERS", "ADAPTERS_ENV", "INSTALL_HINTS", "METHODS", "Registry", "get_adapter", "load_object", "register"]
 
 #: Environment variable with extra registry lines for plug-ins and tests (``"<id>=<ref>;..."``).
 ADAPTERS_ENV = "JOKER_BENCH_ADAPTERS"
@@ -42,6 +42,18 @@ ADAPTERS: dict[str, str] = {
     "thundersvm": "baselines.thundersvm:ThunderSVMAdapter",
     "libsvm": "baselines.libsvm:LibSVMAdapter",
 }
+
+
+#: Solver id -> the one-line command that installs its upstream library (the README's
+#: "Optional baselines"); ids whose library is a dependency of the project have none.
+INSTALL_HINTS: dict[str, str] = {
+    "falkon": "MAX_JOBS=2 .venv/bin/pip install --no-build-isolation git+https://github.com/FalkonML/falkon.git",
+    "eigenpro3": "git clone https://github.com/EigenPro/EigenPro3.git ../EigenPro3 "
+                 "&& echo \"$(cd ../EigenPro3 && pwd)\" > \"$(.venv/bin/python -c "
+                 "'import site; print(site.getsitepackages()[0])')/eigenpro3-src.pth\"",
+    "thundersvm": ".venv/bin/pip install thundersvm-cpu",
+}
+INSTALL_HINTS["logfalkon"] = INSTALL_HINTS["falkon"]
 
 
 class Registry(Mapping):
