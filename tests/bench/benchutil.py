@@ -31,3 +31,16 @@ def parent_runs(uri, experiment):
     exp = client.get_experiment_by_name(experiment)
     runs = client.search_runs([exp.experiment_id], max_results=1000)
     return [r for r in runs if r.data.tags.get("joker_bench.kind") == "multirun"]
+
+
+def root_conftest():
+    """tests/conftest.py as a module (bench_command, bench_env, REPO): several test packages have a
+    conftest.py, so ``import conftest`` gets whichever pytest imported first."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "conftest.py"
+    spec = importlib.util.spec_from_file_location("joker_tests_root_conftest", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
