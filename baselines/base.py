@@ -3,7 +3,7 @@
 One subclass of :class:`Adapter` per solver id (``docs/contracts.md``,
 "baselines"). An adapter is a thin layer over an upstream library: it
 validates input, converts the benchmark's conventions into the library's
-parameters (``shared/DESIGN.md``, Conventions), picks the library's memory
+parameters (``docs/design.md``, Conventions), picks the library's memory
 knobs from a :class:`Budget`, calls the library, and checks what came back.
 It never re-implements the method.
 
