@@ -27,7 +27,8 @@ from .sweep_state import read_done, read_sweep_state, write_done
 from .identity import code_version, config_hash
 from .meters import Limits
 from .provenance import git_info, hardware_tags, versions
-from .record import METRIC_UNITS, MIB, RECORD_SCHEMA_VERSION, RETRIED_STATUSES, SCHEMA_TAG
+from .record import (CONTENDED_TAG, INSTALL_HINT_TAG, METRIC_UNITS, MIB, RECORD_SCHEMA_VERSION, RETRIED_STATUSES,
+                     SCHEMA_TAG, SKIP_KIND_TAG)
 from .runner import Outcome, classify, run_trial
 from .schema import flatten, resolve_trial
 from .spec import TrialSpec
@@ -118,12 +119,12 @@ def _record_tags(spec: TrialSpec, chash: str, res: dict[str, Any], verdict: dict
     }
     if status == "skipped":
         tags["skip_reason"] = reason
-    for key in ("skip_kind", "install_hint"):
+    for key in (SKIP_KIND_TAG, INSTALL_HINT_TAG):
         if res.get(key):
             tags[key] = res[key]
     if "contended" in res:
-        tags["contended"] = "1" if res["contended"] else "0"
-        tags["contended_reason"] = res.get("contended_reason") or ""
+        tags[CONTENDED_TAG] = "1" if res["contended"] else "0"
+        tags[f"{CONTENDED_TAG}_reason"] = res.get("contended_reason") or ""
     conv = res.get("convergence") or {}
     for key in ("signal", "reason", "diverged", "converged"):
         if conv.get(key) is not None:

@@ -1,5 +1,10 @@
 """Helpers of the harness tests: read what a sweep recorded."""
 
+import contextlib
+import multiprocessing as mp
+import os
+import time
+
 from mlflow.tracking import MlflowClient
 
 
@@ -44,3 +49,27 @@ def root_conftest():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def spin(seconds):
+    """Keep one core busy for ``seconds`` (a CPU hog's body; importable by spawned processes)."""
+    end = time.monotonic() + seconds
+    x = 0
+    while time.monotonic() < end:
+        x += 1
+    return x
+
+
+@contextlib.contextmanager
+def cpu_hogs(seconds, extra=1):
+    """Run ``os.cpu_count() + extra`` spinning processes (at most ``seconds``) for the ``with`` block."""
+    ctx = mp.get_context("spawn")
+    hogs = [ctx.Process(target=spin, args=(seconds,)) for _ in range((os.cpu_count() or 1) + extra)]
+    for h in hogs:
+        h.start()
+    try:
+        yield hogs
+    finally:
+        for h in hogs:
+            h.terminate()
+            h.join()

@@ -13,8 +13,6 @@ its MLflow record):
   not (skipped when other work keeps this machine busy: it is shared).
 """
 
-import multiprocessing as mp
-import os
 import subprocess
 import sys
 import textwrap
@@ -22,7 +20,7 @@ import time
 
 import pytest
 
-from benchutil import trial_runs
+from benchutil import cpu_hogs, trial_runs
 from joker.bench.contention import machine_busy_seconds
 
 pytestmark = pytest.mark.timeout(600)
@@ -97,12 +95,6 @@ def test_libsvm_fit_memory_cold_and_warm_cache_within_10_percent(run_bench, tmp_
     assert cold.data.metrics["load_seconds"] > warm.data.metrics["load_seconds"]  # it was cold
 
 
-def _spin(seconds):
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        pass
-
-
 def _others_busy(seconds=1.0):
     """Cores other processes keep busy now (from /proc/stat)."""
     b0, t0 = machine_busy_seconds(), time.monotonic()
@@ -112,18 +104,9 @@ def _others_busy(seconds=1.0):
 
 @pytest.mark.skipif(machine_busy_seconds() is None, reason="needs Linux /proc/stat")
 def test_a_trial_beside_a_cpu_hog_is_flagged_contended(run_bench, tmp_path):
-    n = os.cpu_count() or 1
-    ctx = mp.get_context("spawn")
-    hogs = [ctx.Process(target=_spin, args=(60.0,)) for _ in range(n + 1)]
-    for h in hogs:
-        h.start()
-    try:
+    with cpu_hogs(120.0):
         proc, run = _single(run_bench, tmp_path, "dataset=_test_tiny", "method=_test_spin", "budget=unlimited",
                             "threads=2")
-    finally:
-        for h in hogs:
-            h.terminate()
-            h.join()
     assert proc.returncode == 0, proc.stdout[-3000:]
     t, m = run.data.tags, run.data.metrics
     assert t["contended"] == "1" and t["contended_reason"], t
