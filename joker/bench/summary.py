@@ -88,7 +88,7 @@ def contended_warning(summaries: list[dict[str, Any]]) -> str:
 
 
 def table(summaries: list[dict[str, Any]]) -> str:
-    """The closing table of a sweep (one line per trial, then status counts)."""
+    """The closing table of a sweep (one line per trial in the order given, then status counts)."""
     if not summaries:
         return "no trial finished"
     header = (
@@ -96,7 +96,7 @@ def table(summaries: list[dict[str, Any]]) -> str:
         f"{'fit time':<13} {'fit mem':>9}"
     )
     lines = [header, "-" * len(header)]
-    for s in sorted(summaries, key=lambda q: (q.get("dataset", ""), q.get("method", ""))):
+    for s in summaries:  # sweep order (job number), as the report's datasets
         lines.append(format_line(s))
     counts: dict[str, int] = {}
     for s in summaries:
