@@ -8,9 +8,10 @@ Steps (``progress.json`` beside RESULT_JSON names the phase reached)::
 
     import   the adapter class; available() -> skipped with its reason
     load     the data (untimed), supports(task, n_classes) -> skipped
-    warmup   bandwidth (median heuristic if asked), a small untimed fit
-    fit      adapter.plan(budget, n, d); adapter.fit(X, y)       (timed)
-    predict  adapter.predict(X_test)                             (timed)
+    warmup   bandwidth (median heuristic if asked, cached), a small untimed fit
+             then adapter.plan(budget, n, d), kept in progress.json too
+    fit      adapter.fit(X, y)          (timed; CPU window; memory region starts)
+    predict  adapter.predict(X_test)    (timed; memory region ends: fit_rss_mib)
     metrics  test metrics, convergence(), describe()
 
 The child never imports MLflow (the parent logs). It always writes
@@ -38,7 +39,7 @@ from baselines.threads import limit_threads
 from . import scoring
 from .atomic import write_json_atomic
 from .contention import CpuWindow
-from .fitmem import FitMemory, rss_bytes
+from .fitmem import FitMemory, release_free_memory, rss_bytes
 from .paths import repo_root
 from .record import MIB
 from .sigma_cache import median_sigma_cached
@@ -385,6 +386,7 @@ def _fit_and_predict(spec: TrialSpec, adapter: Adapter, ds: Any, progress: Progr
     contended flag (:class:`joker.bench.contention.CpuWindow`).
     """
     m = res["metrics"]
+    release_free_memory()  # what the process holds, not heap pages the pre-fit work freed
     budget = make_budget(spec, rss_bytes()[0])
     res["fit_budget"] = {"name": budget.name, "host_bytes": budget.host_bytes, "gpu_bytes": budget.gpu_bytes}
     try:
