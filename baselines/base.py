@@ -3,7 +3,7 @@
 One subclass of :class:`Adapter` per solver id (``docs/contracts.md``,
 "baselines"). An adapter is a thin layer over an upstream library: it
 validates input, converts the benchmark's conventions into the library's
-parameters (``shared/DESIGN.md``, Conventions), picks the library's memory
+parameters (``docs/design.md``, Conventions), picks the library's memory
 knobs from a :class:`Budget`, calls the library, and checks what came back.
 It never re-implements the method.
 
@@ -45,6 +45,7 @@ __all__ = [
     "Budget",
     "BudgetError",
     "DivergedError",
+    "budget_error",
     "DTYPE_BYTES",
     "MIB",
     "TASKS",
@@ -126,6 +127,12 @@ class Budget:
         Host (CPU) memory the solver may use, in bytes. Must be > 0.
     gpu_bytes : int, default 0
         GPU memory the solver may use, in bytes (0 on CPU-only trials).
+    total_bytes : int or None, default None
+        The whole host budget of the trial when ``host_bytes`` is what is
+        left of it after the process's own pre-fit memory (only used to
+        explain a budget that is too small).
+    held_bytes : int or None, default None
+        Host memory the process already held before the fit (same use).
 
     Raises
     ------
@@ -136,6 +143,8 @@ class Budget:
     name: str
     host_bytes: int
     gpu_bytes: int = 0
+    total_bytes: int | None = None
+    held_bytes: int | None = None
 
     def __post_init__(self) -> None:
         for field in ("host_bytes", "gpu_bytes"):
@@ -154,6 +163,45 @@ class Budget:
     def default(cls) -> "Budget":
         """The budget used when :meth:`Adapter.fit` runs before :meth:`Adapter.plan`: 1 GiB host, 1 GiB GPU."""
         return cls("default", 1024 * MIB, 1024 * MIB)
+
+
+def budget_error(name: str, budget: Budget, on_gpu: bool, est_bytes: int, n: int, d: int, knobs: str = "") -> str:
+    """The one-line message of a budget too small for a method's smallest setting.
+
+    Names the budget and its size; for a host budget that the trial reduced
+    by the process's pre-fit memory (``budget.total_bytes`` and
+    ``held_bytes`` set), also what the process held and what remained.
+
+    Parameters
+    ----------
+    name : str
+        Solver id.
+    budget : Budget
+    on_gpu : bool
+        Whether the limit is the GPU share.
+    est_bytes : int
+        The adapter's estimate of its smallest setting, bytes.
+    n, d : int
+        Training rows and features.
+    knobs : str
+        The smallest setting's knobs (e.g. ``"M=11536"``), appended to the sizes.
+
+    Returns
+    -------
+    str
+        E.g. ``"libsvm: budget 'cpu-1g' (300 MiB): the process already held
+        398 MiB before the fit, leaving 0 MiB, which cannot hold the smallest
+        setting (estimated 2 MiB for n=5000, d=22)"``.
+    """
+    need = (f"cannot hold the smallest setting (estimated {est_bytes / MIB:.0f} MiB for n={n}, d={d}"
+            + (f", {knobs})" if knobs else ")"))
+    if on_gpu:
+        return f"{name}: budget {budget.name!r} ({budget.gpu_bytes / MIB:.0f} MiB of GPU memory) {need}"
+    if budget.total_bytes is not None and budget.held_bytes is not None:
+        left = max(0, budget.total_bytes - budget.held_bytes)
+        return (f"{name}: budget {budget.name!r} ({budget.total_bytes / MIB:.0f} MiB): the process already held "
+                f"{budget.held_bytes / MIB:.0f} MiB before the fit, leaving {left / MIB:.0f} MiB, which {need}")
+    return f"{name}: budget {budget.name!r} ({budget.host_bytes / MIB:.0f} MiB) {need}"
 
 
 class Adapter(abc.ABC):
@@ -375,11 +423,7 @@ class Adapter(abc.ABC):
             knobs = ", ".join(f"{k}={v}" for k, v in chosen.items()
                               if k != "est_bytes" and isinstance(v, numbers.Integral) and not k.endswith("_bytes")
                               and not k.startswith("max_"))
-            raise BudgetError(
-                f"{self.name}: budget {budget.name!r} ({_mib(limit)}) cannot hold the smallest setting "
-                f"(estimated {_mib(chosen['est_bytes'])} for n={n}, d={d}"
-                + (f", {knobs})" if knobs else ")")
-            )
+            raise BudgetError(budget_error(self.name, budget, self.on_gpu, chosen["est_bytes"], n, d, knobs))
         chosen = {**chosen, "budget": budget.name, "budget_bytes": int(limit)}
         self.plan_ = chosen
         return dict(chosen)

@@ -1,7 +1,7 @@
 """Parameter conversions from the benchmark's conventions to each library's.
 
-The benchmark's problem (``shared/DESIGN.md``, Conventions;
-``shared/docs/joker-math.md`` s.1) is
+The benchmark's problem (``docs/design.md``, Conventions;
+``docs/joker-math.md`` s.1) is
 
     min_f  (lam / 2) ||f||_H^2 + sum_i loss(y_i, f(x_i)),
     k(x, z) = exp(-||x - z||^2 / (2 sigma^2))            (Gaussian).

@@ -24,7 +24,7 @@ Convergence: training error after every CG iteration through Falkon's
 ``error_fn`` / ``error_every`` callback. Falkon runs a fixed number of CG
 iterations and gives no certificate, so ``converged`` is a plateau test on
 that curve. Divergence: in float32 on CPU Falkon silently diverged on HEPC
-and Skin at median-heuristic bandwidths (``shared/docs/anchors.md``), so the
+and Skin at median-heuristic bandwidths (``docs/anchors.md``), so the
 default dtype is float64 and every fit is compared with the trivial
 predictor (:class:`baselines.base.DivergedError`).
 """

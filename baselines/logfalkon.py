@@ -7,7 +7,7 @@ log(1 + exp(-y_i f_i))``.
 Penalty path (documented, logged in the plan): LogisticFalkon solves a
 sequence of Newton problems with decreasing penalties. Following Falkon's
 own guidance (``LogisticFalkon`` notes) and the ijcnn1 anchor run
-(``shared/docs/anchors.md``: penalties 1e-3, 1e-5, 1e-7, 1e-7, 1e-7 with
+(``docs/anchors.md``: penalties 1e-3, 1e-5, 1e-7, 1e-7, 1e-7 with
 3, 3, 3, 8, 8 CG iterations), the path is ``path_steps`` penalties spaced
 geometrically from ``path_start`` down to the target, with ``path_iters``
 CG iterations each, then ``final_steps`` more steps at the target with

@@ -27,7 +27,7 @@ from typing import Any
 
 from .base import Adapter
 
-__all__ = ["ADAPTERS", "ADAPTERS_ENV", "METHODS", "Registry", "get_adapter", "load_object", "register"]
+__all__ = ["ADAPTERS", "ADAPTERS_ENV", "INSTALL_HINTS", "METHODS", "Registry", "get_adapter", "load_object", "register"]
 
 #: Environment variable with extra registry lines for plug-ins and tests (``"<id>=<ref>;..."``).
 ADAPTERS_ENV = "JOKER_BENCH_ADAPTERS"
@@ -43,6 +43,16 @@ ADAPTERS: dict[str, str] = {
     "libsvm": "baselines.libsvm:LibSVMAdapter",
     "ipm-lowrank": "baselines.ipm_lowrank:IPMLowRankAdapter",
 }
+
+
+#: Solver id -> the one-line command that installs its upstream library (the README's
+#: "Optional baselines"); ids whose library is a dependency of the project have none.
+INSTALL_HINTS: dict[str, str] = {
+    "falkon": "make install-falkon",
+    "eigenpro3": "make install-eigenpro3",
+    "thundersvm": ".venv/bin/pip install thundersvm-cpu",
+}
+INSTALL_HINTS["logfalkon"] = INSTALL_HINTS["falkon"]
 
 
 class Registry(Mapping):

@@ -87,7 +87,9 @@ def _gather(Xs, sq, lo: float, hi: float):
 
 def _kth_smallest(Xs: torch.Tensor, k: int, max_gather: int) -> float:
     """The k-th smallest (0-based) squared pairwise distance, found without storing all of them."""
-    Xs = Xs - Xs.mean(0)  # distances do not change; cancellation in |x|^2 + |z|^2 - 2 x.z does
+    # centre in place (Xs is the subsample's own copy: a second m x d copy would double its memory);
+    # distances do not change; cancellation in |x|^2 + |z|^2 - 2 x.z does
+    Xs -= Xs.mean(0)
     sq = (Xs * Xs).sum(1)
     # every distance lies in [0, hi]: |x - z|^2 <= 2|x|^2 + 2|z|^2 <= 4 max|x|^2 (margin for rounding)
     lo, hi = 0.0, 4.0 * float(sq.max()) * (1 + 1e-9) + 1e-300

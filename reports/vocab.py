@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import re
 
+# INSTALL_HINTS: one-line install command of the optional libraries, for records
+# that carry no ``install_hint`` tag (one list, kept by the adapters' registry).
+from baselines.registry import INSTALL_HINTS  # noqa: F401
 from joker.bench.record import STATUSES  # noqa: F401  (trial statuses of the contract, in display order)
 
 #: Tags of the trial record kept as plain columns.
@@ -37,14 +40,6 @@ SIZE_METRICS = ("n_train", "n_test", "n_features")
 SKIP_WORDS = {"not_installed": "not installed", "unsupported": "n/a",
               "budget": "over budget"}
 
-#: One-line install command of the optional libraries, for records that
-#: carry no ``install_hint`` tag (README.md, "Optional baselines").
-INSTALL_HINTS = {
-    "falkon": "make install-falkon",
-    "eigenpro3": "make install-eigenpro3",
-    "thundersvm": ".venv/bin/pip install thundersvm-cpu",
-}
-INSTALL_HINTS["logfalkon"] = INSTALL_HINTS["falkon"]
 
 #: Metric name -> (label, unit, factor from the logged value to the shown one).
 #: Accuracy is logged as a fraction and shown in %; RMSE in target units.

@@ -11,6 +11,12 @@ config groups of ``conf/`` (dataset, method, budget, launcher). Examples::
     python -m joker.bench --config-name smoke --cfg job   # print the config
 
 See README.md for custom sweeps and SLURM.
+
+Exit status: 0 when every trial ran (a multirun records failed trials and
+goes on); 1 when the single trial of a plain run failed (status other
+than ``ok`` or ``skipped``); 2 on a config error (one line on stderr, no
+folder left); 130 after Ctrl-C (the sweep's parent run is marked KILLED,
+the finished trials stay recorded).
 """
 
 from __future__ import annotations
@@ -28,10 +34,21 @@ register_configs()
 
 @hydra.main(version_base="1.3", config_path=str(sweeps_dir()), config_name="default")
 def main(cfg: Any) -> Any:
-    """Hydra task: run one trial (see :func:`joker.bench.app.run_job`)."""
-    from joker.bench.app import run_job
+    """Hydra task: run one trial (see :func:`joker.bench.app.run_job`); exit status in the module docstring."""
+    from joker.bench.app import interrupted, run_job, single_trial_failed
+    from joker.bench.callbacks import config_error
+    from joker.bench.spec import ConfigError
 
-    return run_job(cfg)
+    try:
+        summary = run_job(cfg)
+    except ConfigError as exc:  # a swept value the callback's check could not see
+        raise SystemExit(config_error(exc)) from None
+    except KeyboardInterrupt:
+        interrupted()
+        raise SystemExit(130) from None
+    if single_trial_failed(summary):
+        raise SystemExit(1)
+    return summary
 
 
 if __name__ == "__main__":

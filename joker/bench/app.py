@@ -28,7 +28,8 @@ from .gpumem import GpuMemory
 from .identity import code_version, config_hash
 from .meters import Limits
 from .provenance import git_info, hardware_tags, versions
-from .record import MIB, RECORD_SCHEMA_VERSION, RETRIED_STATUSES, SCHEMA_TAG
+from .record import (CONTENDED_TAG, INSTALL_HINT_TAG, METRIC_UNITS, MIB, RECORD_SCHEMA_VERSION, RETRIED_STATUSES,
+                     SCHEMA_TAG, SKIP_KIND_TAG)
 from .runner import Outcome, _read_json, classify, run_trial, tail
 from .schema import flatten, resolve_trial
 from .slurm import slurm_verdict
@@ -65,19 +66,24 @@ def _hydra_context() -> dict[str, Any]:
 
 # ------------------------------------------------------------------ records
 def _summary(spec: TrialSpec, chash: str, status: str, reason: str, metrics: dict[str, Any],
-             run_id: str, cached: bool) -> dict[str, Any]:
+             run_id: str, cached: bool, contended: str = "") -> dict[str, Any]:
     """The one-line summary of a trial (printed, and kept for the closing table)."""
     metric = spec.dataset.primary_metric
     return {
         "method": spec.method.name, "dataset": spec.dataset.name, "budget": spec.budget.name,
         "repetition": spec.repetition, "status": status, "reason": reason, "metric": metric,
         "value": metrics.get(metric), "fit_seconds": metrics.get("fit_seconds"),
-        "peak_rss_mib": metrics.get("peak_rss_mib"), "run_id": run_id, "config_hash": chash, "cached": cached,
+        "fit_rss_mib": metrics.get("fit_rss_mib"), "peak_rss_mib": metrics.get("peak_rss_mib"),
+        "contended": contended, "run_id": run_id, "config_hash": chash, "cached": cached,
     }
 
 
-def _measured_metrics(res: dict[str, Any], out: Outcome) -> dict[str, float]:
-    """The child's metrics plus what the parent measured (peaks in MiB, seconds)."""
+def _measured_metrics(res: dict[str, Any], out: Outcome, ran: bool = True) -> dict[str, float]:
+    """The child's metrics plus what the parent measured (peaks in MiB, seconds).
+
+    ``ran=False`` (a trial that was skipped or whose budget could not hold
+    the method, so the method never ran): no memory figure at all.
+    """
     metrics: dict[str, float] = {}
     for k, v in (res.get("metrics") or {}).items():
         try:
@@ -97,6 +103,8 @@ def _measured_metrics(res: dict[str, Any], out: Outcome) -> dict[str, float]:
         if res.get(key) is not None:
             metrics[key] = float(res[key])
     metrics["wall_seconds"] = out.wall_s
+    if not ran:
+        metrics = {k: v for k, v in metrics.items() if METRIC_UNITS.get(k) != "MiB"}
     return metrics
 
 
@@ -114,6 +122,12 @@ def _record_tags(spec: TrialSpec, chash: str, res: dict[str, Any], verdict: dict
     }
     if status == "skipped":
         tags["skip_reason"] = reason
+    for key in (SKIP_KIND_TAG, INSTALL_HINT_TAG):
+        if res.get(key):
+            tags[key] = res[key]
+    if "contended" in res:
+        tags[CONTENDED_TAG] = "1" if res["contended"] else "0"
+        tags[f"{CONTENDED_TAG}_reason"] = res.get("contended_reason") or ""
     conv = res.get("convergence") or {}
     for key in ("signal", "reason", "diverged", "converged"):
         if conv.get(key) is not None:
@@ -123,6 +137,16 @@ def _record_tags(spec: TrialSpec, chash: str, res: dict[str, Any], verdict: dict
     if res.get("warmup_error"):
         tags["warmup_error"] = res["warmup_error"]
     return tags
+
+
+def did_run(status: str, res: dict[str, Any]) -> bool:
+    """Whether the method ran (not ``skipped``, not stopped by its plan's budget check)."""
+    return status != "skipped" and not res.get("skip_kind")
+
+
+def run_name(spec: TrialSpec) -> str:
+    """Short MLflow run name: ``<method>/<dataset>/<budget>#<repetition>`` (e.g. ``joker-exact/a9a/cpu-1g#0``)."""
+    return f"{spec.method.name}/{spec.dataset.name}/{spec.budget.name}#{spec.repetition}"
 
 
 def build_record(spec: TrialSpec, chash: str, out: Outcome, verdict: dict[str, str]) -> dict[str, Any]:
@@ -146,12 +170,14 @@ def build_record(spec: TrialSpec, chash: str, out: Outcome, verdict: dict[str, s
         ``sigma_value``), ``metrics``, ``tags``, ``history``, ``result``.
     """
     res = out.result or {}
+    plan = res.get("plan") or out.progress.get("plan") or {}  # killed trials: the plan progress.json kept
     params = flatten({k: v for k, v in spec.to_dict().items() if k != "sweep"})
-    params.update({f"plan.{k}": v for k, v in flatten(res.get("plan") or {}).items()})
+    params.update({f"plan.{k}": v for k, v in flatten(plan).items()})
     if res.get("sigma_value") is not None:
         params["sigma_value"] = res["sigma_value"]
     return {
-        "params": params, "metrics": _measured_metrics(res, out), "tags": _record_tags(spec, chash, res, verdict),
+        "params": params, "metrics": _measured_metrics(res, out, ran=did_run(verdict["status"], res)),
+        "tags": _record_tags(spec, chash, res, verdict),
         "history": (res.get("convergence") or {}).get("history") or [], "result": res,
     }
 
@@ -198,7 +224,7 @@ def _execute(spec: TrialSpec, workdir: Path, label: str, progress: bool | None) 
     spec_path.write_text(spec.to_json())
     if not spec.method.loss:  # nothing to run: the method has no loss for this task
         return Outcome(result={
-            "status": "skipped", "metrics": {},
+            "status": "skipped", "metrics": {}, "skip_kind": "unsupported",
             "reason": f"{spec.method.name} has no loss for task {spec.dataset.task}",
         })
     ticker = summ.Ticker(label, spec.timeout_s, enabled=progress)
@@ -241,7 +267,8 @@ def run_job(cfg: Any, progress: bool | None = None) -> dict[str, Any]:
         if found is not None and found.data.tags.get("status") not in RETRIED_STATUSES:
             t = found.data.tags
             s = _summary(spec, chash, t.get("status", "?"), t.get("reason", ""), found.data.metrics,
-                         found.info.run_id, cached=True)
+                         found.info.run_id, cached=True, contended=t.get("contended_reason", "")
+                         if t.get("contended") == "1" else "")
             return _finish(ctx, s, total)
         # error / timeout / skipped may be transient (a library installed since, a busy
         # machine): run again; the new record supersedes the old one.
@@ -276,12 +303,14 @@ def _record(
     record = build_record(spec, chash, out, verdict)
     art = _stage_artifacts(workdir, spec, record, out, verdict)
     run_id = store.log_trial(
-        run_name=f"{spec.method.name}@{spec.dataset.name}#r{spec.repetition}",
+        run_name=run_name(spec),
         parent_run_id=parent, params=record["params"], metrics=record["metrics"], tags=record["tags"],
         curves=history_curves(record["history"], span_ms[0]), artifacts_dir=art,
         start_ms=span_ms[0], end_ms=span_ms[1], supersede=supersede,
     )
-    return _summary(spec, chash, verdict["status"], verdict["reason"], record["metrics"], run_id, cached=False)
+    res = out.result or {}
+    return _summary(spec, chash, verdict["status"], verdict["reason"], record["metrics"], run_id, cached=False,
+                    contended=(res.get("contended_reason") or "") if res.get("contended") else "")
 
 
 def record_lost_trial(
@@ -334,3 +363,29 @@ def record_lost_trial(
                 (now_ms, now_ms), supersede=True)
     ctx = {"multirun": True, "sweep_dir": Path(sweep_dir), "job_num": job_num}
     return _finish(ctx, s, state.get("n_jobs"))
+
+
+def single_trial_failed(summary: dict[str, Any]) -> bool:
+    """Whether a plain (not multirun) run's trial failed: its status is not ``ok`` nor ``skipped``."""
+    return not _hydra_context()["multirun"] and summary.get("status") not in ("ok", "skipped")
+
+
+def interrupted() -> None:
+    """After Ctrl-C: mark the sweep's parent run KILLED and print what finished.
+
+    The trials that finished are already recorded (each job logs its own
+    run when it ends); the trial that was running is not (its process tree
+    was killed by :func:`joker.bench.runner.run_trial`).
+    """
+    ctx = _hydra_context()
+    state = read_sweep_state(ctx["sweep_dir"]) if ctx["multirun"] else None
+    done = read_done(ctx["sweep_dir"]) if ctx["multirun"] else []
+    if state:
+        try:
+            Store(state["tracking_uri"], state["experiment_id"]).end_run(state["parent_run_id"], "KILLED")
+        except Exception as exc:  # the finished trials are recorded; say what failed
+            log.warning("could not mark the parent run KILLED: %s", exc)
+    print(f"\ninterrupted: {len(done)} finished trial(s) kept"
+          + (f"; parent run {state['parent_run_id']} marked KILLED" if state else ""), flush=True)
+    if done:
+        print(summ.table(done), flush=True)

@@ -1,11 +1,16 @@
-"""Hydra callback of the harness: set up the store once, close the sweep.
+"""Hydra callback of the harness: check the config, set up the store once, close the sweep.
 
-``on_multirun_start`` runs in the process that launches the sweep, before
-any job: it creates the MLflow database (SQLite migrations are not safe to
-run from parallel jobs), the experiment and the parent run, and writes
-``<sweep dir>/.joker_bench/sweep.json`` that every job reads.
-``on_multirun_end`` closes the parent run, prints the closing table and
-checks that the store holds exactly one finished record per trial
+``on_run_start`` / ``on_multirun_start`` run before Hydra creates the run
+or sweep folder: a config that breaks a rule of the trial spec
+(``timeout_s <= 0``, ``threads < 1``, ``repetition < 0``, a bad budget, ...)
+ends the command there with a one-line error (exit status 2) and no folder.
+``on_multirun_start`` then, before any job, builds the dataset cache
+(:mod:`joker.bench.prefetch`), creates the MLflow database (SQLite
+migrations are not safe to run from parallel jobs), the experiment and the
+parent run, and writes ``<sweep dir>/.joker_bench/sweep.json`` that every
+job reads. ``on_multirun_end`` closes the parent run, prints the closing
+table and a warning listing the contended trials, and checks that the store
+holds exactly one finished record per trial
 (:func:`joker.bench.audit.check_records`; a failed check fails the sweep).
 Tracking-URI passwords are masked in everything this process logs
 (:mod:`joker.bench.redact`).
@@ -25,6 +30,7 @@ from . import summary as summ
 from .paths import export_conf_env
 from .record import RECORD_SCHEMA_VERSION
 from .redact import redact_logs, redact_uri
+from .spec import ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -65,13 +71,55 @@ def older_schema_note(n_runs: int) -> str:
             "but not reused, so their trials run again")
 
 
+def check_config(config: DictConfig) -> None:
+    """End the command with a one-line error (exit status 2) when the config breaks a spec rule.
+
+    Resolves the composed config into a trial spec
+    (:func:`joker.bench.schema.resolve_trial`) once, before Hydra creates
+    any folder. In a multirun this checks the values every job shares (the
+    swept groups' defaults included); a swept value that breaks a rule still
+    stops its own job with the same error.
+
+    Raises
+    ------
+    SystemExit
+        Status 2, after printing ``config error: <message>`` on stderr.
+    """
+    from .schema import resolve_trial
+
+    try:
+        resolve_trial(config)
+    except ConfigError as exc:
+        raise SystemExit(config_error(exc)) from None
+
+
+def config_error(exc: Exception) -> int:
+    """Print ``config error: <message>`` (one line) on stderr; return the exit status 2."""
+    import sys
+
+    print(f"config error: {' '.join(str(exc).split())}", file=sys.stderr, flush=True)
+    return 2
+
+
 class BenchCallback(Callback):
-    """Creates the MLflow store, experiment and parent run; prints the closing table."""
+    """Checks the config; creates the MLflow store, experiment and parent run; prints the closing table."""
+
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        """Check the config before Hydra creates the run folder."""
+        export_conf_env()
+        check_config(config)
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        """Open the store and the parent run before any job starts."""
+        """Check the config, build the dataset cache, open the store and the parent run before any job."""
         export_conf_env()
         redact_logs()
+        check_config(config)
+        from .prefetch import prefetch, sweep_datasets
+
+        for name, outcome in prefetch(sweep_datasets(config)).items():
+            if outcome != "ok":
+                print(f"note: the cache of {name} could not be built before the sweep ({outcome}); "
+                      "its trials will say why", flush=True)
         from .sweep_state import write_sweep_state
         from .provenance import git_info
         from .tracking import Store, resolve_uri
@@ -127,6 +175,9 @@ class BenchCallback(Callback):
                 log.warning("could not close the parent run: %s", exc)
             check = check_records(store, done, state.get("n_jobs"))
         print("\n" + summ.table(done), flush=True)
+        warning = summ.contended_warning(done)
+        if warning:
+            print(warning, flush=True)
         if state:
             print(
                 f"results: {redact_uri(state['tracking_uri'])} (experiment '{state['experiment']}')\n"

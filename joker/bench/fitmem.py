@@ -122,6 +122,11 @@ class FitMemory:
         self._sampled_peak = self._baseline
         return self
 
+    @property
+    def baseline(self) -> int:
+        """int: RSS in bytes when :meth:`start` took the baseline (0 before)."""
+        return self._baseline
+
     def _sample(self) -> None:  # pragma: no cover - fallback path
         while not self._stop.wait(self._sample_s):
             self._sampled_peak = max(self._sampled_peak, rss_bytes()[0])

@@ -16,6 +16,12 @@ Record schema versions (tag :data:`SCHEMA_TAG` on every trial run):
    includes the schema version, so runs of an older schema are never taken
    for a finished trial of this one: a resumed sweep runs them again (and
    says how many older runs it found, :func:`schema_of`).
+
+   Issue 11 added fields to schema 2 without moving any (``fit_rss_mib``,
+   ``fit_cpu_seconds``, ``fit_load_avg``, ``cpu_utilisation``,
+   ``fit_others_cores``, tags ``contended``, ``contended_reason``,
+   ``skip_kind``, ``install_hint``): readers fall back when they are absent,
+   so the version stays 2.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from baselines.base import MIB
 from .paths import results_dir
 
 __all__ = [
-    "KEPT_STATUSES", "METRIC_UNITS", "MIB", "RECORD_SCHEMA_VERSION", "RETRIED_STATUSES", "SCHEMA_TAG",
+    "CONTENDED_TAG", "INSTALL_HINT_TAG", "SKIP_KINDS", "SKIP_KIND_TAG", "KEPT_STATUSES", "METRIC_UNITS", "MIB", "RECORD_SCHEMA_VERSION", "RETRIED_STATUSES", "SCHEMA_TAG",
     "STATUSES", "default_tracking_uri", "schema_of",
 ]
 
@@ -43,9 +49,21 @@ KEPT_STATUSES = frozenset({"ok", "diverged", "over_budget", "oom"})
 #: Statuses a re-run tries again (possibly transient: a library installed since, a busy machine).
 RETRIED_STATUSES = frozenset(STATUSES) - KEPT_STATUSES
 
+#: Tag "1" / "0": the fit ran on a busy machine (:mod:`joker.bench.contention`); ``contended_reason`` says why.
+CONTENDED_TAG = "contended"
+#: Tag of a trial whose method did not run: why, as one of :data:`SKIP_KINDS`.
+SKIP_KIND_TAG = "skip_kind"
+#: Values of :data:`SKIP_KIND_TAG`: library missing, task not supported, budget too small for the smallest setting.
+SKIP_KINDS = ("not_installed", "unsupported", "budget")
+#: Tag with the one-line install command of a ``not_installed`` method.
+INSTALL_HINT_TAG = "install_hint"
+
 #: Metric name -> unit, for every metric a trial run may carry (absent when not measured).
 METRIC_UNITS = {
     "fit_seconds": "s", "predict_seconds": "s", "load_seconds": "s", "warmup_seconds": "s", "wall_seconds": "s",
+    "fit_cpu_seconds": "s", "fit_load_avg": "runnable tasks (1-min load average)", "cpu_utilisation": "1",
+    "fit_others_cores": "cores",
+    "fit_rss_mib": "MiB", "fit_gpu_mib": "MiB",
     "peak_rss_mib": "MiB", "sampled_peak_rss_mib": "MiB", "baseline_rss_mib": "MiB", "peak_gpu_mib": "MiB",
     "torch_peak_gpu_mib": "MiB", "torch_reserved_gpu_mib": "MiB", "fit_gpu_mib": "MiB", "gpu_context_mib": "MiB",
     "test_rmse": "target units", "test_mse": "target units squared", "test_rel_error": "1",

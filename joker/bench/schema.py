@@ -182,7 +182,12 @@ class BenchConfig:
     seed : int
         Base seed of the sweep; each trial derives its own.
     repetition : int
-        Repetition index (sweep it for several seeds).
+        Repetition index (>= 0): the trial's seed and data subset derive
+        from it.
+    repetitions : int
+        How many repetitions a named sweep runs (>= 1): its sweeper sweeps
+        ``repetition`` over ``range(0, repetitions)`` (1 at scale=local,
+        3 at scale=paper in ``sweeps/table4.yaml``).
     rerun : bool
         Run trials again even when a finished run with their hash exists.
     threads : int
@@ -203,6 +208,7 @@ class BenchConfig:
     scale: str = "local"
     seed: int = 0
     repetition: int = 0
+    repetitions: int = 1
     rerun: bool = False
     threads: int = 2
     device: str = "cpu"
@@ -356,12 +362,14 @@ def resolve_trial(cfg: Any) -> TrialSpec:
     ds, b = c["dataset"], c["budget"]
     setting = _method_setting(c)
     base_seed, rep = int(c["seed"]), int(c["repetition"])
+    if int(c.get("repetitions", 1)) < 1:
+        raise ConfigError(f"repetitions must be >= 1, got {c['repetitions']}")
     try:
         device = Device.parse(c["device"])
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    if base_seed < 0 or rep < 0:
-        raise ConfigError(f"seed and repetition must be >= 0, got seed={base_seed}, repetition={rep}")
+    if base_seed < 0:  # repetition >= 0 is the TrialSpec's own rule
+        raise ConfigError(f"seed must be >= 0, got {base_seed}")
     if device.is_cuda and b.get("gpu_mib") is None and b.get("host_mib") is not None:
         raise ConfigError(f"device={c['device']!r} needs a budget with gpu_mib (e.g. budget=gpu-2g); "
                           f"budget {b['name']!r} has a host limit only")

@@ -1,4 +1,4 @@
-"""Solver benchmark: Joker against the anchor figures of ``shared/docs/anchors.md``.
+"""Solver benchmark: Joker against the anchor figures of ``docs/anchors.md``.
 
 Run ``python -m joker.bench.solver_bench`` (``make bench-solver``).  Every
 problem runs in its own child process (this module with ``--child``), so

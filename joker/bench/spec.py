@@ -242,6 +242,8 @@ class TrialSpec:
 
     def __post_init__(self) -> None:
         _check(isinstance(self.threads, int) and self.threads >= 1, f"threads must be >= 1, got {self.threads}")
+        _check(isinstance(self.repetition, int) and self.repetition >= 0,
+               f"repetition must be >= 0, got {self.repetition}")
         _check(isinstance(self.timeout_s, (int, float)) and math.isfinite(self.timeout_s) and self.timeout_s > 0,
                f"timeout_s must be positive, got {self.timeout_s}")
         try:

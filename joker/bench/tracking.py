@@ -35,6 +35,12 @@ SUPERSEDED_TAG = "superseded_by"
 HISTORY_COLUMNS = ("epoch", "seconds", "dual", "primal", "gap", "kkt")
 
 
+#: Experiment tag through which MLflow 3 picks the view its UI opens an experiment on.
+EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
+#: Its value for classic training runs (the runs table).
+EXPERIMENT_KIND = "custom_model_development"
+
+
 def resolve_uri(uri: str | None) -> str:
     """Return the tracking URI: ``uri``, else ``$MLFLOW_TRACKING_URI``, else the repo's SQLite file."""
     return uri or default_tracking_uri()
@@ -118,7 +124,9 @@ class Store:
     def open(cls, uri: str, experiment: str) -> "Store":
         """Create the store (migrations) and the experiment if needed.
 
-        Call it from one process before parallel jobs start.
+        Call it from one process before parallel jobs start. The experiment
+        gets the tag :data:`EXPERIMENT_KIND_TAG` = :data:`EXPERIMENT_KIND`
+        (MLflow 3's UI then opens it on its runs table, not the GenAI view).
 
         Parameters
         ----------
@@ -152,6 +160,10 @@ class Store:
                 return exp.experiment_id
 
         exp_id = retry(get_or_create, "get/create experiment")
+        exp = client.get_experiment(exp_id)
+        if exp.tags.get(EXPERIMENT_KIND_TAG) != EXPERIMENT_KIND:
+            retry(lambda: client.set_experiment_tag(exp_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND),
+                  "tag experiment")
         return cls(uri, exp_id)
 
     # ----------------------------------------------------------- parent runs

@@ -8,9 +8,10 @@ Steps (``progress.json`` beside RESULT_JSON names the phase reached)::
 
     import   the adapter class; available() -> skipped with its reason
     load     the data (untimed), supports(task, n_classes) -> skipped
-    warmup   bandwidth (median heuristic if asked), a small untimed fit
-    fit      adapter.plan(budget, n, d); adapter.fit(X, y)       (timed)
-    predict  adapter.predict(X_test)                             (timed)
+    warmup   bandwidth (median heuristic if asked, cached), a small untimed fit
+             then adapter.plan(budget, n, d), kept in progress.json too
+    fit      adapter.fit(X, y)          (timed; CPU window; memory region starts)
+    predict  adapter.predict(X_test)    (timed; memory region ends: fit_rss_mib)
     metrics  test metrics, convergence(), describe()
 
 The child never imports MLflow (the parent logs). It always writes
@@ -30,15 +31,18 @@ from typing import Any
 
 import numpy as np
 
-from baselines.base import Adapter, Budget, BudgetError, DivergedError
-from baselines.registry import get_adapter
+from baselines.base import Adapter, AdapterError, Budget, DivergedError
+from baselines.registry import INSTALL_HINTS, get_adapter
 from baselines.registry import load_object as registry_load_object
 from baselines.threads import limit_threads
 
 from . import scoring
 from .atomic import write_json_atomic
+from .contention import CpuWindow
+from .fitmem import FitMemory, release_free_memory, rss_bytes
 from .paths import repo_root
 from .record import MIB
+from .sigma_cache import median_sigma_cached
 from .spec import TrialSpec
 
 WARMUP_ROWS = 256
@@ -57,24 +61,6 @@ def _json_default(obj: Any) -> Any:
     return repr(obj)
 
 
-def rss_bytes() -> tuple[int, int]:
-    """Return (current RSS, peak RSS so far) of this process in bytes (Linux /proc)."""
-    cur = peak = 0
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    cur = int(line.split()[1]) * 1024
-                elif line.startswith("VmHWM:"):
-                    peak = int(line.split()[1]) * 1024
-    except OSError:  # pragma: no cover - non-Linux
-        import resource
-
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-        cur = peak
-    return cur, peak
-
-
 def load_object(ref: str) -> Any:
     """Load ``"package.module:attr"`` or ``"path/to/file.py:attr"`` (relative paths from the repository root).
 
@@ -84,15 +70,28 @@ def load_object(ref: str) -> Any:
 
 
 class Progress:
-    """Writes the phase reached to ``progress.json`` (read by the parent on failure)."""
+    """Writes the phase reached to ``progress.json`` (read by the parent on failure).
+
+    Facts noted with :meth:`note` (the adapter's plan) are written with every
+    later phase, so that the parent still has them when it kills the trial
+    (timeout, memory) before ``result.json`` exists.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.t0 = time.perf_counter()
+        self.facts: dict[str, Any] = {}
+        self.phase = ""
 
     def __call__(self, phase: str) -> None:
-        write_json_atomic(self.path, {"phase": phase, "seconds": time.perf_counter() - self.t0},
+        self.phase = phase
+        write_json_atomic(self.path, {"phase": phase, "seconds": time.perf_counter() - self.t0, **self.facts},
                           default=_json_default)
+
+    def note(self, **facts: Any) -> None:
+        """Keep ``facts`` (e.g. ``plan=...``) in ``progress.json`` from now on (rewritten at once)."""
+        self.facts.update(facts)
+        self(self.phase)
 
 
 def make_budget(spec: TrialSpec, rss_now: int) -> Budget:
@@ -117,8 +116,10 @@ def make_budget(spec: TrialSpec, rss_now: int) -> Budget:
         Sizes in bytes.
     """
     b = spec.budget
+    total = held = None
     if b.host_bytes is not None:  # at least 1 MiB: the peak will judge the trial
         host = max(MIB, b.host_bytes - rss_now)
+        total, held = b.host_bytes, rss_now
     else:
         import psutil
 
@@ -137,7 +138,7 @@ def make_budget(spec: TrialSpec, rss_now: int) -> Budget:
             gpu = int(torch.cuda.get_device_properties(spec.device.ordinal).total_memory)
         except Exception:  # no usable CUDA here: the adapter's own check reports it
             gpu = 0
-    return Budget(b.name, host, gpu)
+    return Budget(b.name, host, gpu, total_bytes=total, held_bytes=held)
 
 
 def _adapter_class(spec: TrialSpec) -> type[Adapter]:
@@ -154,12 +155,6 @@ def _load_data(spec: TrialSpec) -> Any:
         from joker.data import load_dataset as loader
     return loader(ds.name, n_train=ds.n_train, n_test=ds.n_test, subset=ds.subset,
                   seed=spec.data_seed, dtype=spec.method.dtype)
-
-
-def _median_sigma(X: np.ndarray) -> float:
-    from joker.kernels import median_sigma
-
-    return float(median_sigma(X, n=5000, seed=0))
 
 
 def _warmup_rows(y: np.ndarray, task: str, m: int) -> np.ndarray:
@@ -236,7 +231,14 @@ def convergence_metrics(conv: dict[str, Any]) -> dict[str, float]:
 
 # ------------------------------------------------------------------- the trial
 class _Skip(Exception):
-    """The trial cannot run here (library missing, task unsupported): recorded ``skipped``."""
+    """The trial cannot run here (library missing, task unsupported): recorded ``skipped``.
+
+    ``kind`` is the record's ``skip_kind`` (``not_installed`` or ``unsupported``).
+    """
+
+    def __init__(self, reason: str, kind: str) -> None:
+        super().__init__(reason)
+        self.kind = kind
 
 
 def _check_runnable(spec: TrialSpec) -> type[Adapter]:
@@ -244,9 +246,9 @@ def _check_runnable(spec: TrialSpec) -> type[Adapter]:
     cls = _adapter_class(spec)
     ok, reason = cls.available()
     if not ok:
-        raise _Skip(reason or f"{spec.method.name} is not available")
+        raise _Skip(reason or f"{spec.method.name} is not available", "not_installed")
     if not spec.method.loss:
-        raise _Skip(f"{spec.method.name} has no loss configured for task {spec.dataset.task}")
+        raise _Skip(f"{spec.method.name} has no loss configured for task {spec.dataset.task}", "unsupported")
     return cls
 
 
@@ -264,7 +266,7 @@ def _load(spec: TrialSpec, cls: type[Adapter], res: dict[str, Any]) -> Any:
     n_classes = None if task == "regression" else len(np.unique(ds.y_train))
     ok, reason = cls.supports(task, n_classes)
     if not ok:
-        raise _Skip(reason or f"{spec.method.name} does not support {task}")
+        raise _Skip(reason or f"{spec.method.name} does not support {task}", "unsupported")
     return ds
 
 
@@ -322,11 +324,14 @@ def _score(spec: TrialSpec, adapter: Adapter, ds: Any, y_pred: np.ndarray, res: 
 
 
 class _Failed(Exception):
-    """The trial ran but its outcome is a failure status (``error``, ``diverged``) with a reason."""
+    """The trial's outcome is a failure status (``error``, ``diverged``, ``over_budget``) with a reason.
 
-    def __init__(self, status: str, reason: str) -> None:
+    ``skip_kind`` is set (``budget``) when the method never ran.
+    """
+
+    def __init__(self, status: str, reason: str, skip_kind: str | None = None) -> None:
         super().__init__(reason)
-        self.status, self.reason = status, reason
+        self.status, self.reason, self.skip_kind = status, reason, skip_kind
 
 
 def run(spec: TrialSpec, progress: Progress, res: dict[str, Any]) -> dict[str, Any]:
@@ -334,7 +339,7 @@ def run(spec: TrialSpec, progress: Progress, res: dict[str, Any]) -> dict[str, A
 
     ``res`` starts as ``{"status": "ok", "reason": "", "metrics": {}}``; what
     was measured before a failure stays in it. The phases are written to
-    ``progress.json`` (module docstring).
+    ``progress.json`` (module docstring), with the plan once chosen.
     """
     res["thread_info"] = limit_threads(spec.threads)
     try:
@@ -343,36 +348,84 @@ def run(spec: TrialSpec, progress: Progress, res: dict[str, Any]) -> dict[str, A
         progress("load")
         ds = _load(spec, cls, res)
         progress("warmup")
-        t = time.perf_counter()
-        sigma = _median_sigma(ds.X_train) if spec.sigma == "median" else float(spec.sigma)
-        res["sigma_value"] = sigma
-        kwargs = _adapter_kwargs(spec, sigma)
-        if spec.device.is_cuda:
-            _cuda_setup(spec, res["metrics"])
-        _warm_up(spec, cls, ds, kwargs, res)
-        res["thread_info"] = limit_threads(spec.threads)
-        res["warmup_seconds"] = time.perf_counter() - t
-
-        adapter = cls(**kwargs)
-        rss_now, peak_before = rss_bytes()
-        budget = make_budget(spec, rss_now)
-        res["fit_budget"] = {"name": budget.name, "host_bytes": budget.host_bytes, "gpu_bytes": budget.gpu_bytes}
-        try:
-            res["plan"] = dict(adapter.plan(budget, *ds.X_train.shape))
-        except BudgetError as why:  # the smallest setting does not fit: over_budget, with the arithmetic
-            raise _Failed("over_budget", str(why)) from None
-        res["metrics"]["baseline_rss_mib"] = peak_before / MIB
-        progress("fit")
-        _, res["metrics"]["fit_seconds"] = _timed(adapter.fit, ds.X_train, ds.y_train)
-        progress("predict")
-        y_pred, res["metrics"]["predict_seconds"] = _timed(adapter.predict, ds.X_test)
-        progress("metrics")
-        _score(spec, adapter, ds, np.asarray(y_pred), res)
+        kwargs = _prepare(spec, cls, ds, res)
+        _fit_and_predict(spec, cls(**kwargs), ds, progress, res)
     except _Skip as why:
-        res.update(status="skipped", reason=str(why))
+        res.update(status="skipped", reason=str(why), skip_kind=why.kind)
+        _add_install_hint(spec, res)
     except _Failed as failed:
         res.update(status=failed.status, reason=failed.reason)
+        if failed.skip_kind:
+            res["skip_kind"] = failed.skip_kind
     return res
+
+
+def _add_install_hint(spec: TrialSpec, res: dict[str, Any]) -> None:
+    """The one-line install command of a method whose library is missing (``install_hint``)."""
+    if res.get("skip_kind") == "not_installed" and spec.method.name in INSTALL_HINTS:
+        res["install_hint"] = INSTALL_HINTS[spec.method.name]
+
+
+def _prepare(spec: TrialSpec, cls: type[Adapter], ds: Any, res: dict[str, Any]) -> dict[str, Any]:
+    """Bandwidth (cached median heuristic), GPU cap, warm-up; return the adapter's arguments."""
+    t = time.perf_counter()
+    if spec.sigma == "median":
+        sigma, res["sigma_cached"] = median_sigma_cached(ds.X_train)
+    else:
+        sigma = float(spec.sigma)
+    res["sigma_value"] = sigma
+    kwargs = _adapter_kwargs(spec, sigma)
+    if spec.device.is_cuda:
+        _cuda_setup(spec, res["metrics"])
+    _warm_up(spec, cls, ds, kwargs, res)
+    res["thread_info"] = limit_threads(spec.threads)
+    res["warmup_seconds"] = time.perf_counter() - t
+    return kwargs
+
+
+def _fit_and_predict(spec: TrialSpec, adapter: Adapter, ds: Any, progress: Progress,
+                     res: dict[str, Any]) -> None:
+    """Plan, then the measured region: fit (timed, CPU window) and predict (timed), then the scores.
+
+    The method's memory (``fit_rss_mib``) is the peak RSS of fit + predict
+    above the RSS right before the fit (:class:`joker.bench.fitmem.FitMemory`,
+    ``baseline_rss_mib``); the CPU window of the fit gives
+    ``fit_cpu_seconds``, ``fit_load_avg``, ``cpu_utilisation`` and the
+    contended flag (:class:`joker.bench.contention.CpuWindow`).
+    """
+    m = res["metrics"]
+    release_free_memory()  # what the process holds, not heap pages the pre-fit work freed
+    budget = make_budget(spec, rss_bytes()[0])
+    res["fit_budget"] = {"name": budget.name, "host_bytes": budget.host_bytes, "gpu_bytes": budget.gpu_bytes}
+    try:
+        res["plan"] = dict(adapter.plan(budget, *ds.X_train.shape))
+    except AdapterError as exc:  # plan raises it only when the budget cannot hold the smallest setting
+        raise _Failed("over_budget", str(exc), skip_kind="budget") from None
+    progress.note(plan=res["plan"])
+    meter = FitMemory().start()
+    m["baseline_rss_mib"] = meter.baseline / MIB
+    progress("fit")
+    window = CpuWindow(spec.threads).start()
+    _, m["fit_seconds"] = _timed(adapter.fit, ds.X_train, ds.y_train)
+    _record_cpu(window.stop(), res)
+    progress("predict")
+    y_pred, m["predict_seconds"] = _timed(adapter.predict, ds.X_test)
+    used = meter.stop()
+    m["fit_rss_mib"] = used.fit_bytes / MIB
+    res["fit_memory_method"] = used.method
+    progress("metrics")
+    _score(spec, adapter, ds, np.asarray(y_pred), res)
+
+
+def _record_cpu(usage: Any, res: dict[str, Any]) -> None:
+    """Metrics and the contended flag of the fit's :class:`joker.bench.contention.CpuUsage`."""
+    res["metrics"].update(fit_cpu_seconds=usage.cpu_s, fit_load_avg=usage.load_avg,
+                          cpu_utilisation=usage.utilisation)
+    if usage.others_cores is not None:
+        res["metrics"]["fit_others_cores"] = usage.others_cores
+    flag, why = usage.contended()
+    res["contended"], res["contended_reason"] = flag, why
+    res["n_cores"] = usage.n_cores
 
 
 def _cuda_setup(spec: TrialSpec, metrics: dict[str, Any]) -> None:

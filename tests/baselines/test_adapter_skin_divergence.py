@@ -1,6 +1,6 @@
 """Falkon in float32 silently diverges on Skin; the adapter must flag it, never report it.
 
-``shared/docs/anchors.md``: Falkon M=2000, penalty 1e-6 on the 196,045 Skin
+``docs/anchors.md``: Falkon M=2000, penalty 1e-6 on the 196,045 Skin
 training rows at the median-heuristic sigma 1.9595 gave 99.14% in float64
 and 5.12% in float32 with no error raised. The full case takes minutes, so
 this is a scaled-down reproduction of the same breakdown: the first 10,000

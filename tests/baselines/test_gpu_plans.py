@@ -64,7 +64,7 @@ def test_falkon_forced_m_that_fills_the_budget_is_over_budget():
     """The H200 case: M about 11,536 in float64 (a 2.13 GB preconditioner) at gpu-2g."""
     est = falkon_pc(11_536, 10, 8) + 512 * MIB  # 2,032 MiB of preconditioner + a quarter of the budget
     assert falkon_pc(11_536, 10, 8) == 2_130_560_768
-    with pytest.raises(BudgetError, match=rf"budget 'gpu-2g' \(2048 MiB\) cannot hold the smallest setting "
+    with pytest.raises(BudgetError, match=rf"budget 'gpu-2g' \(2048 MiB of GPU memory\) cannot hold the smallest setting "
                                           rf"\(estimated {est / MIB:.0f} MiB for n=1844332, d=10, M=11536\)"):
         make(FalkonAdapter, "regression", dtype="float64", M=11_536).plan(budget("gpu-2g"), 1_844_332, 10)
 
@@ -137,7 +137,7 @@ def test_joker_block_caps_per_device():
 def test_too_small_gpu_budget_is_a_budget_error_with_the_arithmetic():
     tiny = Budget.from_mib("gpu-64m", 1024, 64)
     est = joker_exact_bytes(1_844_332, 10, 16, 4)
-    with pytest.raises(BudgetError, match=rf"joker-exact: budget 'gpu-64m' \(64 MiB\) cannot hold the smallest "
+    with pytest.raises(BudgetError, match=rf"joker-exact: budget 'gpu-64m' \(64 MiB of GPU memory\) cannot hold the smallest "
                                           rf"setting \(estimated {est / MIB:.0f} MiB for n=1844332, d=10, block_size=16\)"):
         make(JokerExactAdapter, "regression").plan(tiny, 1_844_332, 10)
     with pytest.raises(BudgetError, match="cannot hold the smallest setting"):

@@ -31,12 +31,23 @@ def load_tiny(name, n_train=None, n_test=None, subset="random", seed=0, dtype="f
     )
 
 
+#: Pre-fit work of :func:`load_heavy` (kept resident for the whole trial).
+_PRE_FIT = []
+
+
+def load_heavy(name, n_train=None, n_test=None, subset="random", seed=0, dtype="float64"):
+    """:func:`load_tiny` after 1 GiB of pre-fit work that stays resident (touched float64 pages)."""
+    _PRE_FIT.append(np.ones(2**30 // 8))
+    return load_tiny(name, n_train, n_test, subset, seed, dtype)
+
+
 class FakeAdapter(Adapter):
     """Does what ``behaviour`` says during fit (a subclass of the real contract).
 
-    behaviour: ``none`` (a linear rule), ``sleep`` (``seconds``), ``sigkill``
-    (kills its own process), ``raise`` (RuntimeError with ``message``),
-    ``alloc`` (holds ``mib`` MiB of touched memory), ``diverge``.
+    behaviour: ``none`` (a linear rule), ``sleep`` (``seconds``), ``spin``
+    (keeps one core busy for ``seconds``), ``sigkill`` (kills its own
+    process), ``raise`` (RuntimeError with ``message``), ``alloc`` (holds
+    ``mib`` MiB of touched memory), ``diverge``.
     """
 
     name = "_test_fake"
@@ -52,6 +63,10 @@ class FakeAdapter(Adapter):
         b = self.options["behaviour"]
         if b == "sleep":
             time.sleep(self.options["seconds"])
+        elif b == "spin":
+            end = time.monotonic() + self.options["seconds"]
+            while time.monotonic() < end:
+                pass
         elif b == "sigkill":
             os.kill(os.getpid(), signal.SIGKILL)
         elif b == "raise":

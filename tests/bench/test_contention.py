@@ -1,11 +1,11 @@
 """CPU accounting of a fit window (joker.bench.contention): the rule, and a real CPU hog."""
 
-import multiprocessing as mp
 import os
 import time
 
 import pytest
 
+from benchutil import cpu_hogs, spin
 from joker.bench.contention import CpuUsage, CpuWindow, machine_busy_seconds
 
 
@@ -33,34 +33,18 @@ def test_rule_saturated_machine_and_starved_fit():
     assert not _usage(others_cores=None, cpu_s=6.0, load_avg=1.5).contended()[0]
 
 
-def _spin(seconds):
-    end = time.monotonic() + seconds
-    x = 0
-    while time.monotonic() < end:
-        x += 1
-    return x
-
-
 def _measure(seconds=1.5):
     w = CpuWindow(threads=1).start()
-    _spin(seconds)
+    spin(seconds)
     return w.stop()
 
 
 @pytest.mark.skipif(machine_busy_seconds() is None, reason="needs Linux /proc/stat")
 def test_a_fit_beside_a_cpu_hog_is_contended_and_alone_is_not():
     n = os.cpu_count() or 1
-    ctx = mp.get_context("spawn")
-    hogs = [ctx.Process(target=_spin, args=(4.0,)) for _ in range(n + 1)]
-    for h in hogs:
-        h.start()
-    try:
+    with cpu_hogs(4.0):
         time.sleep(0.5)  # the hogs are running
         busy = _measure()
-    finally:
-        for h in hogs:
-            h.terminate()
-            h.join()
     assert busy.contended()[0], busy
     assert busy.others_cores > n - 1
     probe = _measure(0.5)

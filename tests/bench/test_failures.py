@@ -40,6 +40,8 @@ def test_timeout(failures):
     tags = failures[1]["_test_sleep"].data.tags
     assert tags["status"] == "timeout"
     assert "wall-clock limit of 8 s" in tags["reason"] and "fit" in tags["reason"]
+    # killed before it wrote result.json: the plan comes from progress.json
+    assert failures[1]["_test_sleep"].data.params["plan.block_size"] == "64"
 
 
 def test_sigkill_names_the_signal(failures):
@@ -76,6 +78,9 @@ def test_missing_library_skipped(failures):
     tags = failures[1]["_test_missing"].data.tags
     assert tags["status"] == "skipped"
     assert tags["reason"] == tags["skip_reason"] == "fakelib is not installed"
+    assert tags["skip_kind"] == "not_installed" and "install_hint" not in tags  # no command known for fakelib
+    metrics = failures[1]["_test_missing"].data.metrics
+    assert not [k for k in metrics if k.endswith("_mib")], metrics  # it did not run: no memory
 
 
 def test_diverged(failures):
@@ -109,6 +114,13 @@ def test_contract_record_of_an_ok_trial(failures):
                 "dual_gap", "converged", "n_epochs"):
         assert key in m, key
     assert m["n_train"] == 200 and m["test_accuracy"] == 1.0
+    assert 0 <= m["fit_rss_mib"] < 20 and m["fit_cpu_seconds"] >= 0 and "cpu_utilisation" in m
+    assert t["contended"] in ("0", "1") and "skip_kind" not in t
+    assert run.data.tags["mlflow.runName"] == "_test_ok/_test_tiny/_test_400m#0"
+    from mlflow.tracking import MlflowClient as _Client
+
+    exp = _Client(tracking_uri=uri).get_experiment(run.info.experiment_id)
+    assert exp.tags["mlflow.experimentKind"] == "custom_model_development"  # MLflow 3 UI: the runs table
     assert p["method.name"] == "_test_ok" and p["dataset.name"] == "_test_tiny"
     assert p["budget.host_bytes"] == str(400 * 2**20) and p["plan.block_size"] == "64"
     assert t["record_schema"] == "2"
@@ -127,4 +139,6 @@ def test_one_line_per_trial_and_closing_table(failures):
     out = failures[2]
     lines = [ln for ln in out.splitlines() if ln.startswith("[") and "/7]" in ln]
     assert len(lines) == 7
+    skipped = next(ln for ln in lines if "_test_missing" in ln)
+    assert "MiB" not in skipped  # no memory for a trial that did not run
     assert "7 trials: 1 diverged, 2 error, 1 ok, 1 over_budget, 1 skipped, 1 timeout" in out

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from benchutil import trial_runs
+from benchutil import root_conftest, trial_runs
 
 pytestmark = pytest.mark.timeout(400)
 
@@ -19,21 +19,8 @@ def _done(sweep_dir):
     return len(list(d.glob("*.json"))) if d.is_dir() else 0
 
 
-def _root_conftest():
-    """tests/conftest.py as a module: several test packages have a conftest.py,
-    so ``import conftest`` gets whichever pytest imported first."""
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[1] / "conftest.py"
-    spec = importlib.util.spec_from_file_location("joker_tests_root_conftest", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_killed_sweep_resumes_without_rerunning_finished_trials(tmp_path):
-    conftest = _root_conftest()
+    conftest = root_conftest()
 
     sweep_dir = tmp_path / "multirun"
     cmd = conftest.bench_command(ARGS, sweep_dir, test_conf=True)

@@ -153,8 +153,8 @@ def test_trial_spec_is_typed_and_round_trips_through_json():
     ("budget.host_mib=0", "budget.host_mib must be positive or null, got 0"),
     ("scale=huge", "scale='huge' is not one of dataset 'higgs-head''s scales ['local', 'paper', 'smoke']"),
     ("device=cuda", "device='cuda' needs a budget with gpu_mib (e.g. budget=gpu-2g); budget 'cpu-4g' has"),
-    ("repetition=-1", "seed and repetition must be >= 0, got seed=0, repetition=-1"),
-    ("seed=-3", "seed and repetition must be >= 0, got seed=-3"),
+    ("repetition=-1", "repetition must be >= 0, got -1"),
+    ("seed=-3", "seed must be >= 0, got -3"),
 ])
 def test_bad_device_lam_and_budget_are_config_errors(override, message):
     with pytest.raises(ConfigError, match=re.escape(message)):

@@ -70,13 +70,25 @@ def test_joker_certificates_and_history_recorded(runs, smoke_store):
 
 
 def test_measurements_present(runs):
+    fit_mib = {}
     for r in runs:
-        if r.data.tags["status"] in ("ok", "over_budget"):
+        t = r.data.tags
+        if t["status"] in ("ok", "over_budget") and not t.get("skip_kind"):
             m = r.data.metrics
             assert m["fit_seconds"] > 0 and m["predict_seconds"] >= 0
             assert 30 < m["peak_rss_mib"] < 4096 * 1.5
             assert m["baseline_rss_mib"] <= m["peak_rss_mib"]
-            assert r.data.tags["threads"] == "2"
+            assert 0 <= m["fit_rss_mib"] <= m["peak_rss_mib"] - m["baseline_rss_mib"] + 1
+            assert m["fit_cpu_seconds"] > 0 and t["contended"] in ("0", "1")
+            assert t["threads"] == "2"
+            fit_mib.setdefault(t["dataset"], set()).add(round(m["fit_rss_mib"]))
+        else:  # did not run: no memory figure
+            assert not [k for k in r.data.metrics if k.endswith("_mib")], (t["method"], r.data.metrics)
+            assert t["skip_kind"] in ("not_installed", "unsupported", "budget"), t
+            if t["skip_kind"] == "not_installed" and t["method"] in ("falkon", "logfalkon", "eigenpro3"):
+                assert t["install_hint"].startswith(("MAX_JOBS=2", "git clone")), t
+    for dataset, values in fit_mib.items():  # the method's memory, not the same pre-fit work for all
+        assert len(values) > 1, (dataset, values)
 
 
 def test_one_line_per_trial_and_a_closing_table(smoke_store):

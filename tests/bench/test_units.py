@@ -72,13 +72,35 @@ def test_config_hash_depends_on_spec_and_code_not_sweep_name(monkeypatch):
 
 def test_summary_line_and_table():
     s = {"method": "libsvm", "dataset": "ijcnn1", "status": "ok", "metric": "test_accuracy",
-         "value": 0.9841, "fit_seconds": 12.04, "peak_rss_mib": 385.2}
+         "value": 0.9841, "fit_seconds": 12.04, "fit_rss_mib": 85.2, "peak_rss_mib": 385.2}
     line = summary.format_line(s, 3, 14)
     assert line.startswith("[  3/14] libsvm") and "accuracy=98.41%" in line
-    assert "fit 12.04 s" in line and "385 MiB" in line
+    assert "fit 12.04 s" in line and "85 MiB" in line and "385" not in line  # the fit memory, not the peak
     bad = {**s, "status": "timeout", "reason": "wall-clock limit", "value": None}
     assert summary.format_line(bad).endswith("wall-clock limit")
     assert "2 trials: 1 ok, 1 timeout" in summary.table([s, bad])
+    busy = {**s, "contended": "other processes kept 1.9 of 2 cores busy"}
+    assert "fit 12.04 s" + summary.CONTENDED_MARK in summary.format_line(busy)
+
+
+def test_a_long_reason_wraps_whole_under_its_line():
+    reason = ("libsvm: budget 'cpu-1g' (300 MiB): the process already held 398 MiB before the fit, "
+              "leaving 0 MiB, which cannot hold the smallest setting (2 MiB for n=500, d=22)")
+    skipped = {"method": "libsvm", "dataset": "ijcnn1", "status": "over_budget", "metric": "test_accuracy",
+               "value": None, "reason": reason}
+    lines = summary.format_line(skipped).splitlines()
+    assert len(lines) >= 2 and all(len(ln) <= summary.WIDTH for ln in lines)
+    assert " ".join(" ".join(ln.split()) for ln in lines[1:]) == reason  # every word, none cut
+    assert lines[0].rstrip().endswith("-")  # no memory for a trial that did not run
+
+
+def test_contended_warning_lists_the_busy_trials():
+    ok = {"method": "libsvm", "dataset": "a9a", "repetition": 0}
+    busy = {"method": "falkon", "dataset": "hepc", "repetition": 1, "contended": "the 1-min load was 5.0"}
+    assert summary.contended_warning([ok]) == ""
+    text = summary.contended_warning([ok, busy])
+    assert text.startswith("warning: 1 trial(s)") and "falkon on hepc (repetition 1)" in text
+    assert "libsvm" not in text and "the 1-min load was 5.0" in text
 
 
 def test_count_jobs_cli_overrides_win_over_sweeper_params():

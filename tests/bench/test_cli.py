@@ -1,0 +1,112 @@
+"""The command line's traps of issue 11, each closed.
+
+- a bad number is a one-line config error (exit 2) before anything runs,
+  and no run or sweep folder is left;
+- a single trial that fails exits 1;
+- a budget too small says the budget, its size, what the process held and
+  what remained;
+- Ctrl-C ends a sweep with its parent run KILLED and the finished trials kept.
+"""
+
+import signal
+import subprocess
+import time
+
+import pytest
+
+from benchutil import parent_runs, root_conftest, trial_runs
+
+pytestmark = pytest.mark.timeout(600)
+MIB = 2**20
+
+
+@pytest.mark.parametrize("override, message", [
+    ("timeout_s=-5", "timeout_s must be positive, got -5.0"),
+    ("timeout_s=0", "timeout_s must be positive, got 0.0"),
+    ("budget.kill_factor=-1", "budget.kill_factor must be positive or null, got -1.0"),
+    ("budget.kill_factor=nan", "budget.kill_factor must be positive or null, got nan"),
+    ("threads=0", "threads must be >= 1, got 0"),
+    ("repetition=-1", "repetition must be >= 0, got -1"),
+    ("budget.host_mib=-300", "budget.host_mib must be positive or null, got -300"),
+    ("budget.gpu_mib=-1", "budget.gpu_mib must be positive or null, got -1"),
+])
+def test_bad_numbers_are_one_line_config_errors_and_leave_no_folder(run_bench, tmp_path, override, message):
+    proc = run_bench([override], tmp_path)  # plain run: hydra.run.dir = tmp_path/multirun
+    assert proc.returncode == 2, proc.stdout[-3000:]
+    assert proc.stdout.strip().splitlines() == [f"config error: {message}"]
+    assert not (tmp_path / "multirun").exists()
+    assert not (tmp_path / "mlflow.db").exists()  # nothing ran, nothing was recorded
+
+
+def test_bad_number_in_a_multirun_stops_before_the_sweep_folder(run_bench, tmp_path):
+    proc = run_bench(["-m", "method=_test_ok,_test_raise", "dataset=_test_tiny", "budget=_test_400m",
+                      "timeout_s=-5"], tmp_path, test_conf=True)
+    assert proc.returncode == 2, proc.stdout[-3000:]
+    assert proc.stdout.strip().splitlines() == ["config error: timeout_s must be positive, got -5.0"]
+    assert not (tmp_path / "multirun").exists()
+
+
+def test_a_single_failed_trial_exits_non_zero_and_ok_exits_zero(run_bench, tmp_path):
+    base = ["dataset=_test_tiny", "budget=_test_400m", "sweep=single"]
+    bad = run_bench(base + ["method=_test_raise"], tmp_path, test_conf=True)
+    assert bad.returncode == 1, bad.stdout[-3000:]
+    assert "RuntimeError: deliberate failure 42" in bad.stdout
+    good = run_bench(base + ["method=_test_ok"], tmp_path, test_conf=True)
+    assert good.returncode == 0, good.stdout[-3000:]
+
+
+def test_budget_error_names_budget_size_held_and_left():
+    from baselines.base import AdapterError, Budget
+    from fakes import FakeAdapter
+    from joker.bench.spec import TrialBudget
+    from joker.bench.trial import make_budget
+
+    class NeedsTwoMiB(FakeAdapter):
+        def _plan(self, budget, n, d):
+            return {"block_size": 64, "est_bytes": 2 * MIB}
+
+    spec = type("S", (), {"budget": TrialBudget.from_mib("cpu-1g", 300, None),
+                          "device": type("D", (), {"is_cuda": False})()})()
+    budget = make_budget(spec, rss_now=398 * MIB)
+    assert isinstance(budget, Budget) and budget.host_bytes == MIB  # at least 1 MiB, as before
+    adapter = NeedsTwoMiB(task="binary", loss="hinge", sigma=1.0, lam=1.0)
+    with pytest.raises(AdapterError) as err:
+        adapter.plan(budget, 5000, 22)
+    assert str(err.value) == (
+        "_test_fake: budget 'cpu-1g' (300 MiB): the process already held 398 MiB before the fit, "
+        "leaving 0 MiB, which cannot hold the smallest setting (estimated 2 MiB for n=5000, d=22, block_size=64)")
+
+
+def _wait_for(path, seconds, proc):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end and proc.poll() is None:
+        if path.exists():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def test_ctrl_c_marks_the_parent_killed_and_keeps_finished_trials(tmp_path):
+    conftest = root_conftest()
+    sweep_dir = tmp_path / "multirun"
+    cmd = conftest.bench_command(["--config-name", "failures", "method=_test_ok,_test_sleep",
+                         "timeout_s=60"], sweep_dir, test_conf=True)
+    proc = subprocess.Popen(cmd, cwd=str(conftest.REPO), env=conftest.bench_env(tmp_path), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        # the first trial is recorded, the second (sleeping 120 s) has started
+        assert _wait_for(sweep_dir / ".joker_bench" / "done" / "0.json", 240, proc), proc.stdout.read()
+        assert _wait_for(sweep_dir / "1" / "trial" / "progress.json", 120, proc), proc.stdout.read()
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, out[-3000:]
+    assert "interrupted: 1 finished trial(s) kept" in out
+    uri = f"sqlite:///{tmp_path.resolve()}/mlflow.db"
+    (parent,) = parent_runs(uri, "test_failures")
+    assert parent.info.status == "KILLED"
+    runs = trial_runs(uri, "test_failures")
+    assert [(r.data.tags["method"], r.data.tags["status"], r.info.status) for r in runs] == [
+        ("_test_ok", "ok", "FINISHED")]
