@@ -5,8 +5,9 @@ Wraps ``joker.JokerRegressor`` / ``joker.JokerClassifier`` (``docs/contracts.md`
 so there is no conversion; ``describe()`` says so.
 
 Memory model used by :meth:`plan` (elements, times the dtype size in bytes;
-Joker never forms the n x n kernel; one block visit touches only the
-block's kernel columns):
+one block visit touches only the block's kernel columns; the exact
+solver's kernel row cache comes on top, sized from what the budget leaves,
+:func:`joker_cache_plan`):
 
 exact, block size ``b``::
 
