@@ -75,3 +75,17 @@ def test_bad_cache_size(bad):
     X, y = make_classification(n_samples=30, n_features=3, n_informative=2, n_redundant=0, random_state=0)
     with pytest.raises(ValueError, match="cache_size must be a number of MiB >= 0"):
         JokerClassifier(cache_size=bad).fit(X, y)
+
+
+def test_multi_output_solve_computes_each_kernel_row_once():
+    """One-vs-rest is one multi-output problem: the C outputs share every kernel row (issue 13)."""
+    from joker.losses import make_loss
+    from joker.operators import ExactKernelOperator
+    from joker.solver import SolverOptions, dbcd_tr
+
+    X, y = make_classification(n_samples=300, n_features=6, n_informative=4, n_classes=3, random_state=0)
+    Y = torch.tensor(np.where(y[:, None] == np.arange(3)[None, :], 1.0, -1.0))
+    op = ExactKernelOperator(torch.tensor(X), "gaussian", 2.0, 3, cache_bytes=300 * 300 * 8)
+    res = dbcd_tr(op, make_loss("squared_hinge"), Y, 0.1, SolverOptions(block_size=50, tol=1e-6), seed=0)
+    assert res.converged and res.n_epochs >= 3
+    assert op.cache.misses == 300  # every row computed exactly once, for all 3 outputs and every epoch
