@@ -61,7 +61,7 @@ help:
 	@echo "make reproduce-table4   the paper's Table 4 on local data, then the report"
 	@echo "make report             tables and figures of the latest experiment in results/report/<experiment>/ (REPORT_ARGS=...)"
 	@echo "make ui                 MLflow UI on http://127.0.0.1:$(UI_PORT)"
-	@echo "make bench-solver       Joker against the official implementation's anchors"
+	@echo "make bench-solver       Joker against the official implementation's anchors and against SVC (LIBSVM)"
 	@echo "make bench-data         dataset loading benchmark"
 	@echo "make cluster-up         local SLURM cluster + PostgreSQL-backed MLflow server (results/services/)"
 	@echo "make cluster-down       stop every daemon of cluster-up"

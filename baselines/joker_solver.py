@@ -5,8 +5,9 @@ Wraps ``joker.JokerRegressor`` / ``joker.JokerClassifier`` (``docs/contracts.md`
 so there is no conversion; ``describe()`` says so.
 
 Memory model used by :meth:`plan` (elements, times the dtype size in bytes;
-Joker never forms the n x n kernel; one block visit touches only the
-block's kernel columns):
+one block visit touches only the block's kernel columns; the exact
+solver's kernel row cache comes on top, sized from what the budget leaves,
+:func:`joker_cache_plan`):
 
 exact, block size ``b``::
 
@@ -44,7 +45,8 @@ from joker.solver import DEFAULTS
 
 from .base import Adapter, Budget, torch_threads
 
-__all__ = ["JokerAdapter", "JokerExactAdapter", "JokerInexactAdapter", "joker_exact_bytes", "joker_inexact_bytes"]
+__all__ = ["JokerAdapter", "JokerExactAdapter", "JokerInexactAdapter", "joker_exact_bytes", "joker_inexact_bytes",
+           "joker_cache_plan"]
 
 _CLASSIFICATION = tuple(CLASSIFICATION_LOSSES)
 MIN_BLOCK = 16
@@ -60,6 +62,21 @@ def joker_inexact_bytes(n: int, d: int, block: int, m: int, dtype_bytes: int, ou
     """Working memory of inexact (RFF) Joker, in bytes (module docstring, "inexact")."""
     return int(dtype_bytes * (n * d + 3 * n * outputs + m * (d + 2 + outputs) + block * m
                               + 3 * block * block + block * d))
+
+
+def joker_cache_plan(option: float | None, spare: int, n: int, dtype_bytes: int) -> dict[str, Any]:
+    """The kernel row cache of exact Joker (estimator ``cache_size``, MiB) and what it holds.
+
+    ``option`` None: half the memory the budget leaves beside the working
+    memory (``spare`` bytes; the other half is headroom for temporaries and
+    predict), up to the whole n x n kernel; a number: that many MiB.
+    Returns ``cache_size`` (MiB), ``cache_bytes`` (used: whole rows of n
+    entries, at most n of them), ``cache_rows`` and ``cache_whole`` (all n rows fit).
+    """
+    full = n * n * dtype_bytes
+    mib = float(option) if option is not None else max(0, min(spare // 2, full)) / 2**20
+    rows = min(n, int(mib * 2**20) // max(1, n * dtype_bytes))
+    return {"cache_size": mib, "cache_bytes": rows * n * dtype_bytes, "cache_rows": rows, "cache_whole": rows == n}
 
 
 def _halvings(start: int, floor: int) -> list[int]:
@@ -138,6 +155,8 @@ class JokerAdapter(Adapter):
         )
         # JokerRegressor takes epsilon/delta, JokerClassifier the ODM parameters.
         own = ("epsilon", "delta") if self.task == "regression" else ("odm_theta", "odm_upsilon")
+        if self.plan_.get("cache_size") is not None:  # exact: kernel rows cached in what the budget leaves
+            kwargs["cache_size"] = self.plan_["cache_size"]
         for key in own + ("kkt_tol", "solver_options"):
             if o[key] is not None:
                 kwargs[key] = o[key]
@@ -189,10 +208,18 @@ class JokerAdapter(Adapter):
 
 
 class JokerExactAdapter(JokerAdapter):
-    """``joker-exact``: DBCD-TR on the exact kernel (``n_components=None``)."""
+    """``joker-exact``: DBCD-TR on the exact kernel (``n_components=None``).
+
+    Extra options
+    -------------
+    cache_size : float or None, default None
+        MiB of cached kernel rows (the estimator's ``cache_size``); None:
+        what the budget leaves beside the working memory, up to the whole
+        n x n kernel (:func:`joker_cache_plan`; the plan records it).
+    """
 
     name = "joker-exact"
-    option_defaults = dict(JokerAdapter.common_options)
+    option_defaults = {**JokerAdapter.common_options, "cache_size": None}
 
     def _plan(self, budget: Budget, n: int, d: int) -> dict[str, Any]:
         dsz = self.dtype_bytes
@@ -200,7 +227,9 @@ class JokerExactAdapter(JokerAdapter):
         fixed = self.options["block_size"]
         sizes = [min(int(fixed), n)] if fixed else _halvings(min(self._cap("max_block_size"), n), MIN_BLOCK)
         block = next((b for b in sizes if joker_exact_bytes(n, d, b, dsz) <= limit), sizes[-1])
-        return {"block_size": block, "n_components": None, "est_bytes": joker_exact_bytes(n, d, block, dsz)}
+        est = joker_exact_bytes(n, d, block, dsz)
+        return {"block_size": block, "n_components": None, "est_bytes": est,
+                **joker_cache_plan(self.options["cache_size"], limit - est, n, dsz)}
 
 
 class JokerInexactAdapter(JokerAdapter):

@@ -37,6 +37,8 @@ class ConvergenceWarning(_SkConvergenceWarning):
 
 _DTYPES = {"float64": torch.float64, "float32": torch.float32}
 # Knobs that are both estimator parameters and SolverOptions fields (defaults: joker.solver.DEFAULTS).
+CACHE_SIZE = 1024
+"""Default ``cache_size`` of the estimators, in MiB (kernel rows of the exact solver)."""
 _SHARED_KNOBS = ("block_size", "tol", "kkt_tol", "max_epochs", "max_time", "verbose")
 
 
@@ -115,6 +117,13 @@ class _JokerBase(BaseEstimator):
         model of the Joker paper (no intercept).
     intercept_scaling : float, default 1.0
         s above (> 0).
+    cache_size : float, default 1024
+        Memory for cached kernel rows, in MiB (exact kernel only; like
+        LIBSVM's ``cache_size``): each row of the training kernel is
+        computed once and kept while it fits (the whole n x n matrix when
+        n^2 * itemsize fits, e.g. 5,000 rows in float64 take 191 MiB;
+        otherwise the least recently used rows give way). 0: no cache.
+        The cache is released after ``fit``.
     """
 
     _losses = {}
@@ -123,7 +132,7 @@ class _JokerBase(BaseEstimator):
                  block_size=DEFAULTS.block_size, tol=DEFAULTS.tol, kkt_tol=DEFAULTS.kkt_tol,
                  max_epochs=DEFAULTS.max_epochs, max_time=DEFAULTS.max_time, epsilon=0.1, delta=1.0, odm_theta=0.1,
                  odm_upsilon=0.5, device="cpu", dtype="float64", random_state=None, solver_options=None,
-                 verbose=DEFAULTS.verbose, fit_intercept=False, intercept_scaling=1.0):
+                 verbose=DEFAULTS.verbose, fit_intercept=False, intercept_scaling=1.0, cache_size=CACHE_SIZE):
         self.loss = loss
         self.kernel = kernel
         self.sigma = sigma
@@ -145,6 +154,7 @@ class _JokerBase(BaseEstimator):
         self.verbose = verbose
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
+        self.cache_size = cache_size
 
     # ------------------------------------------------------------------ checks
     def _check_params(self):
@@ -199,6 +209,9 @@ class _JokerBase(BaseEstimator):
             raise ValueError(f"intercept_scaling must be a finite number > 0, got {self.intercept_scaling!r}")
         if self.solver_options is not None and not isinstance(self.solver_options, dict):
             raise TypeError("solver_options must be a dict of joker.solver.SolverOptions fields")
+        if isinstance(self.cache_size, bool) or not isinstance(self.cache_size, numbers.Real) \
+                or not (np.isfinite(self.cache_size) and self.cache_size >= 0):
+            raise ValueError(f"cache_size must be a number of MiB >= 0 (0: no cache), got {self.cache_size!r}")
         return make_loss(self.loss, epsilon=self.epsilon, delta=self.delta, odm_theta=self.odm_theta,
                          odm_upsilon=self.odm_upsilon)
 
@@ -277,7 +290,8 @@ class _JokerBase(BaseEstimator):
         s = float(self.intercept_scaling) if self.fit_intercept else None
         if self.n_components is None:
             self._X_fit = Xt
-            return ExactKernelOperator(Xt, self.kernel, self.sigma_, n_outputs, offset=0.0 if s is None else s * s)
+            return ExactKernelOperator(Xt, self.kernel, self.sigma_, n_outputs, offset=0.0 if s is None else s * s,
+                                       cache_bytes=int(self.cache_size * 2**20))
         self.feature_map_ = RandomFourierFeatures(int(self.n_components), self.kernel, self.sigma_,
                                                   random_state=seed, dtype=Xt.dtype, device=Xt.device).fit(X)
         return RFFOperator(Xt, self.feature_map_, n_outputs, intercept_scaling=s)
@@ -402,12 +416,12 @@ class JokerRegressor(RegressorMixin, _JokerBase):
                  block_size=DEFAULTS.block_size, tol=DEFAULTS.tol, kkt_tol=DEFAULTS.kkt_tol,
                  max_epochs=DEFAULTS.max_epochs, max_time=DEFAULTS.max_time, epsilon=0.1, delta=1.0,
                  device="cpu", dtype="float64", random_state=None, solver_options=None, verbose=DEFAULTS.verbose,
-                 fit_intercept=False, intercept_scaling=1.0):
+                 fit_intercept=False, intercept_scaling=1.0, cache_size=CACHE_SIZE):
         super().__init__(loss=loss, kernel=kernel, sigma=sigma, lam=lam, n_components=n_components,
                          block_size=block_size, tol=tol, kkt_tol=kkt_tol, max_epochs=max_epochs,
                          max_time=max_time, epsilon=epsilon, delta=delta, device=device, dtype=dtype,
                          random_state=random_state, solver_options=solver_options, verbose=verbose,
-                         fit_intercept=fit_intercept, intercept_scaling=intercept_scaling)
+                         fit_intercept=fit_intercept, intercept_scaling=intercept_scaling, cache_size=cache_size)
 
     def fit(self, X, y):
         """Fit the model.
@@ -497,12 +511,13 @@ class JokerClassifier(ClassifierMixin, _JokerBase):
                  block_size=DEFAULTS.block_size, tol=DEFAULTS.tol, kkt_tol=DEFAULTS.kkt_tol,
                  max_epochs=DEFAULTS.max_epochs, max_time=DEFAULTS.max_time, odm_theta=0.1, odm_upsilon=0.5,
                  device="cpu", dtype="float64", random_state=None, solver_options=None,
-                 verbose=DEFAULTS.verbose, fit_intercept=False, intercept_scaling=1.0):
+                 verbose=DEFAULTS.verbose, fit_intercept=False, intercept_scaling=1.0, cache_size=CACHE_SIZE):
         super().__init__(loss=loss, kernel=kernel, sigma=sigma, lam=lam, n_components=n_components,
                          block_size=block_size, tol=tol, kkt_tol=kkt_tol, max_epochs=max_epochs,
                          max_time=max_time, odm_theta=odm_theta, odm_upsilon=odm_upsilon, device=device,
                          dtype=dtype, random_state=random_state, solver_options=solver_options,
-                         verbose=verbose, fit_intercept=fit_intercept, intercept_scaling=intercept_scaling)
+                         verbose=verbose, fit_intercept=fit_intercept, intercept_scaling=intercept_scaling,
+                         cache_size=cache_size)
 
     def fit(self, X, y):
         """Fit the classifier.

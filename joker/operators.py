@@ -4,8 +4,10 @@ Both keep what makes a block step cheap (docs/dual.md s.3-4):
 
 - :class:`ExactKernelOperator` maintains f = K alpha (shape (n, C)); a block
   needs K_BB (|B|^2 d work) and the update f += K_{:,B'} s_{B'} costs
-  O(n d |B'|) for the columns B' whose step is non-zero. The n x n matrix is
-  never formed; rows are produced in chunks of at most ``max_entries``.
+  O(n d |B'|) for the columns B' whose step is non-zero. Rows are produced
+  in chunks of at most ``max_entries``; with ``cache_bytes`` > 0 they are
+  kept in a :class:`joker.kernel_cache.KernelRowCache` and computed once
+  (the whole n x n matrix when it fits).
 - :class:`RFFOperator` maintains theta = Psi^T alpha (shape (M, C)); a block
   needs Psi_B = psi(X_B) (O(|B| M d)), (K alpha)_B = Psi_B theta and products
   with K_BB = Psi_B Psi_B^T in factored form (O(|B| M) each).
@@ -15,6 +17,8 @@ from __future__ import annotations
 
 import torch
 
+from .intraop import one_thread
+from .kernel_cache import KernelRowCache
 from .kernels import gaussian_factors, kernel_block, kernel_matmul
 
 __all__ = ["ExactKernelOperator", "RFFOperator"]
@@ -31,6 +35,9 @@ class _ExactBlock:
 
     @property
     def K(self):
+        cache = self.op.cache
+        if self._K is None and cache is not None and cache.slots == self.op.X.shape[0]:
+            self._K = cache.block(self.B)  # whole kernel cached: each row is computed once per solve
         if self._K is None:
             XB = self.op.X[self.B]
             sq = self.op.sq[self.B]
@@ -59,12 +66,23 @@ class ExactKernelOperator:
     offset : float
         Constant added to every kernel entry (k + s^2 for an intercept with
         ``intercept_scaling`` s; 0: none).
+    cache_bytes : int
+        Memory for a cache of kernel rows (:class:`joker.kernel_cache.KernelRowCache`),
+        in bytes; it holds ``cache_bytes // (n * itemsize)`` rows, at most n.
+        0 (or less than one row): no cache, every row is recomputed when
+        needed. When all n rows fit, the blocks K_BB are read from the
+        cached rows too; otherwise only the rows of moved variables are
+        cached (least recently used rows are evicted).
+
+    Attributes
+    ----------
+    cache : KernelRowCache or None
     """
 
     default_min_cg_iter = 50
     maintains_decision = True  # f = K alpha is kept up to date: a certificate costs O(nC), no kernel pass
 
-    def __init__(self, X, kernel, sigma, n_outputs, max_entries=2**20, offset=0.0):
+    def __init__(self, X, kernel, sigma, n_outputs, max_entries=2**20, offset=0.0, cache_bytes=0):
         self.X = X
         self.offset = float(offset)
         self.kernel = kernel
@@ -78,6 +96,9 @@ class ExactKernelOperator:
         # float32 pass and no refresh pass is needed before a certificate.
         acc = torch.float64 if X.dtype in (torch.float16, torch.bfloat16, torch.float32) else X.dtype
         self.f = torch.zeros((X.shape[0], n_outputs), dtype=acc, device=X.device)
+        slots = int(cache_bytes) // max(1, X.shape[0] * X.element_size())
+        self.cache = (KernelRowCache(X, self.sq, kernel, self.sigma, self.offset, slots, self.max_entries)
+                      if slots >= 1 else None)
 
     def _kmv(self, rows_X, rows_sq, cols, A):
         """K[all rows, cols] @ A, chunked over rows (rows_X is the whole training set)."""
@@ -105,6 +126,12 @@ class ExactKernelOperator:
         if len(nz) == 0:
             return
         cols = blk.B[nz]
+        if self.cache is not None and len(cols) <= self.cache.slots:
+            # K symmetric: the columns K[:, cols] are the cached rows K[cols, :], transposed.
+            # Once cached, gathering them and the product are memory-bound: one thread.
+            with one_thread(self.X.device, not bool((self.cache.slot_of[cols] < 0).any())):
+                self.f += self.cache.rows(cols).T @ S[nz].to(self.X.dtype)
+            return
         self.f += self._kmv(self.X, self.sq, cols, S[nz])
 
     def row_work(self, b):

@@ -48,6 +48,7 @@ from dataclasses import dataclass, field, fields
 import torch
 
 from .certificates import certify, gradient_residuals
+from .intraop import serial_below
 from .trust_region import box_tr_cg
 
 __all__ = ["SolverOptions", "SolveResult", "dbcd_tr", "DEFAULTS", "warn_not_converged"]
@@ -402,13 +403,15 @@ class _Run:
         a0 = self.alpha[B]
         a_new = a0.clone()
         moved = False
-        for c in range(a0.shape[1]):
-            col = slice(c, c + 1)
-            a_c = self._visit(blk, c, a0[:, col], blk.f[:, col], self.Y[B][:, col],
-                              self.ilo[B][:, col], self.ihi[B][:, col])
-            if a_c is not None:
-                a_new[:, col] = a_c
-                moved = True
+        # The inner solve's operations are O(|B|^2): one thread each (joker.intraop).
+        with serial_below(self.op.product_work(len(B), 1), a0.device):
+            for c in range(a0.shape[1]):
+                col = slice(c, c + 1)
+                a_c = self._visit(blk, c, a0[:, col], blk.f[:, col], self.Y[B][:, col],
+                                  self.ilo[B][:, col], self.ihi[B][:, col])
+                if a_c is not None:
+                    a_new[:, col] = a_c
+                    moved = True
         if not moved:
             self.stats["skipped"] += 1
             return

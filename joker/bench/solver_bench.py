@@ -18,6 +18,11 @@ ijcnn1 (49,990 / 91,701, sigma 6.2949, C = 1, lam = 1):
     (RFF, M = 4096).
 HEPC (200,000 / 50,000 seeded subset, sigma 3.9086, lam = 1, block 2048):
     ``hepc-rff2048``, ``hepc-rff8192``.
+Exact Joker against SVC at the same C (issue 13, :mod:`joker.bench.svc_ratio`):
+    ``ratio-<data>-C<C>`` for a9a subsets of 2,000 / 5,000 / 20,000 rows,
+    digits (10 classes), ijcnn1 (20,000 and all rows), Skin (20,000) at
+    C = 1 and 10: SVC, Joker hinge and squared hinge in one process, with
+    the ratio of fit times (a second table).
 
 Options: ``--only NAME[,NAME...]`` (prefixes allowed), ``--quick`` (5k
 problems only), ``--timeout`` seconds per problem, ``--threads``,
@@ -40,6 +45,7 @@ import time
 
 from baselines.threads import thread_env
 
+from . import svc_ratio
 from .paths import repo_root
 
 # --------------------------------------------------------------------------
@@ -68,6 +74,10 @@ PROBLEMS = {
     "hepc-rff8192": dict(group="hepc", data="hepc", loss="squared", est="reg", n_components=8192, block_size=2048),
 }
 
+for _tag in svc_ratio.DATASETS:
+    for _C in svc_ratio.CS:
+        PROBLEMS[f"ratio-{_tag}-C{_C:g}"] = dict(group="ratio", data=_tag, C=_C, est="ratio")
+
 REFERENCE_TEXT = {
     "krr-5k": "official 33.2 s, gap 1.4e-2; optimum P=266.551; MSE 0.0819/0.0810",
     "l2svc-5k": "official 87.2 s, gap 6.4e-3; optimum P=838.649; acc 92.8%/93.0%",
@@ -79,6 +89,8 @@ REFERENCE_TEXT = {
     "ijcnn1-rff-l1svc": "official RFF M=4096 L2-SVC 10 ep: 95.43%, gap 0.14, 94 s, 461 MiB",
     "hepc-rff2048": "official M=2048: ~33 s/epoch, RMSE 0.0476, gap 3.0e-2; Nystroem(2000)+Ridge RMSE 0.0396, 37 s, 3346 MiB",
     "hepc-rff8192": "Nystroem(2000)+Ridge RMSE 0.0396, 37 s, 3346 MiB",
+    **{name: "SVC in the same run; target Joker <= 1.5x SVC, acc within 0.3 pt" for name, spec in PROBLEMS.items()
+       if spec["group"] == "ratio"},
 }
 
 
@@ -217,6 +229,8 @@ def run_problem(name, *, dtype="auto", threads=2, max_epochs=200, verbose=0):
         pass
 
     spec = PROBLEMS[name]
+    if spec["est"] == "ratio":
+        return dict(problem=name, tag=spec["data"], **svc_ratio.run(spec["data"], spec["C"], max_epochs=max_epochs))
     t0 = time.perf_counter()
     data = _load_problem(spec["data"])
     out = dict(problem=name, n_train=int(len(data["ytr"])), n_test=int(len(data["yte"])),
@@ -378,8 +392,26 @@ def judge(res, svc):
     return "converged" if res.get("converged") else "NOT converged"
 
 
+def _table(headers, rows):
+    try:
+        from tabulate import tabulate
+
+        return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
+    except ImportError:
+        widths = [max(len(str(h)), *(len(str(row[i])) for row in rows)) for i, h in enumerate(headers)]
+        line = lambda cells: " | ".join(str(c).ljust(w) for c, w in zip(cells, widths))  # noqa: E731
+        return "\n".join([line(headers), "-+-".join("-" * w for w in widths)] + [line(row) for row in rows])
+
+
 def render(results):
-    """Format the results as a table (tabulate when installed)."""
+    """Format the results as tables (the anchor problems, then the SVC ratios)."""
+    ratio = [r for r in results if PROBLEMS[r["problem"]]["group"] == "ratio"]
+    results = [r for r in results if PROBLEMS[r["problem"]]["group"] != "ratio"]
+    parts = [_table(*svc_ratio.render(ratio))] if ratio else []
+    return "\n\n".join(([_render_anchor(results)] if results else []) + parts)
+
+
+def _render_anchor(results):
     svc = next((r for r in results if r["problem"] == "ijcnn1-svc"), None)
     headers = ["problem", "method", "n train", "fit s", "epochs", "test metric", "primal", "rel gap", "KKT", "conv",
                "peak RSS MiB", "verdict", "reference (anchors.md)"]
@@ -397,14 +429,7 @@ def render(results):
             {True: "yes", False: "NO"}.get(r.get("converged"), ""), _fmt(r.get("peak_rss_mib"), ".0f"),
             judge(r, svc), REFERENCE_TEXT.get(r["problem"], ""),
         ])
-    try:
-        from tabulate import tabulate
-
-        return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
-    except ImportError:
-        widths = [max(len(str(h)), *(len(str(row[i])) for row in rows)) for i, h in enumerate(headers)]
-        line = lambda cells: " | ".join(str(c).ljust(w) for c, w in zip(cells, widths))  # noqa: E731
-        return "\n".join([line(headers), "-+-".join("-" * w for w in widths)] + [line(row) for row in rows])
+    return _table(headers, rows)
 
 
 def select(only, quick):
@@ -455,7 +480,12 @@ def main(argv=None):
         res = spawn(name, timeout=args.timeout, threads=args.threads, dtype=args.dtype, max_epochs=args.max_epochs,
                     verbose=args.verbose)
         results.append(res)
-        brief = {k: res.get(k) for k in ("status", "fit_s", "epochs", "gap", "kkt", "metric", "peak_rss_mib")}
+        brief = {k: res.get(k) for k in ("status", "fit_s", "epochs", "gap", "kkt", "metric", "peak_rss_mib")
+                 if k in res}
+        for r in res.get("rows", []):  # a ratio problem: one line per method
+            print(f"[solver_bench]   {r['method']}: fit {r['fit_s']:.2f} s, acc {100 * r['accuracy']:.2f}%"
+                  + (f", {r['epochs']} epochs, gap {r['gap']:.1e}, ratio {r['ratio']:.2f}, {r['verdict']}"
+                     if "ratio" in r else ""), file=sys.stderr, flush=True)
         print(f"[solver_bench] {name}: {brief}", file=sys.stderr, flush=True)
         for w in res.get("warnings", []):
             print(f"[solver_bench]   warning: {w}", file=sys.stderr, flush=True)

@@ -1,0 +1,129 @@
+"""A cache of kernel rows with a least-recently-used eviction rule.
+
+The exact solver needs, per block B, the block K_BB and, for the update of
+f = K alpha, the kernel rows K[B', :] of the variables that moved
+(docs/dual.md s.4). Without a cache both are recomputed every epoch, which
+costs O(n |B| d) flops per block; the rows of the same variables are needed
+again in every later epoch. LIBSVM keeps such rows in a cache of
+``cache_size`` MB for the same reason (Chang and Lin, "LIBSVM: a library for
+support vector machines", ACM TIST 2(3), 2011, s.5.1). Here the cache holds
+up to ``slots`` rows of length n in one preallocated tensor; when all n rows
+fit, the whole kernel matrix ends up cached after the first epoch and no
+kernel entry is computed twice.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .kernels import kernel_block
+
+__all__ = ["KernelRowCache"]
+
+
+class KernelRowCache:
+    """Rows K[i, :] of the training kernel, computed on first use and kept.
+
+    Parameters
+    ----------
+    X : tensor of shape (n, d)
+        Training inputs.
+    sq : tensor of shape (n,)
+        Their squared row norms.
+    kernel : {"gaussian", "laplacian"}
+    sigma : float
+    offset : float
+        Constant added to every entry (the intercept term s^2; 0: none).
+    slots : int
+        Number of rows held (1 <= slots; at most n are used).
+    max_entries : int
+        Largest kernel chunk computed at once (entries).
+
+    Attributes
+    ----------
+    storage : tensor of shape (slots, n), dtype of X
+        The cached rows (slot j holds row ``owner[j]``).
+    nbytes : int
+        Bytes of ``storage`` (allocated up front; pages are touched as
+        rows are filled).
+    hits, misses : int
+        Rows served from the cache / computed.
+
+    Notes
+    -----
+    Eviction: when a request needs more free slots than there are, the
+    rows used least recently (by request) give theirs; rows of the
+    current request are never evicted by it.
+    """
+
+    def __init__(self, X, sq, kernel, sigma, offset, slots, max_entries=2**20):
+        n = X.shape[0]
+        slots = int(min(slots, n))
+        if slots < 1:
+            raise ValueError(f"a kernel row cache needs at least 1 slot, got {slots}")
+        self.X, self.sq, self.kernel, self.sigma, self.offset = X, sq, kernel, float(sigma), float(offset)
+        self.max_entries = int(max_entries)
+        self.storage = torch.empty((slots, n), dtype=X.dtype, device=X.device)
+        self.nbytes = self.storage.numel() * self.storage.element_size()
+        self.slot_of = torch.full((n,), -1, dtype=torch.long, device=X.device)
+        self.owner = torch.full((slots,), -1, dtype=torch.long, device=X.device)
+        self.stamp = torch.full((slots,), -1, dtype=torch.long, device=X.device)  # last use; -1 free
+        self.clock = 0
+        self.hits = self.misses = 0
+
+    @property
+    def slots(self):
+        """Number of rows the cache can hold."""
+        return self.storage.shape[0]
+
+    def locate(self, idx):
+        """Slots holding rows ``idx`` (computing the missing ones).
+
+        Parameters
+        ----------
+        idx : long tensor of shape (k,), distinct, k <= ``slots``
+
+        Returns
+        -------
+        long tensor of shape (k,): ``storage[result]`` = K[idx, :].
+
+        Raises
+        ------
+        ValueError
+            More rows requested at once than the cache holds.
+        """
+        if len(idx) > self.slots:
+            raise ValueError(f"{len(idx)} kernel rows requested at once from a cache of {self.slots}")
+        self.clock += 1
+        where = self.slot_of[idx]
+        missing = idx[where < 0]
+        self.hits += len(idx) - len(missing)
+        self.stamp[where[where >= 0]] = self.clock  # rows of this request are never evicted by it
+        if len(missing):
+            self.misses += len(missing)
+            free = torch.topk(self.stamp, len(missing), largest=False).indices  # free (-1) first, then LRU
+            old = self.owner[free]
+            self.slot_of[old[old >= 0]] = -1
+            self.owner[free] = missing
+            self.slot_of[missing] = free
+            self.stamp[free] = self.clock
+            self._fill(free, missing)
+        return self.slot_of[idx]
+
+    def _fill(self, slots, rows):
+        step = max(1, self.max_entries // max(1, self.X.shape[0]))
+        for j in range(0, len(rows), step):
+            r = rows[j:j + step]
+            block = kernel_block(self.X[r], self.X, self.kernel, self.sigma, self.sq[r], self.sq)
+            if self.offset:
+                block += self.offset
+            self.storage[slots[j:j + step]] = block
+
+    def rows(self, idx):
+        """K[idx, :] as a (k, n) tensor (a copy gathered from the cache)."""
+        return self.storage[self.locate(idx)]
+
+    def block(self, idx):
+        """K[idx][:, idx] as a (k, k) tensor, from the cached rows."""
+        flat = self.locate(idx)[:, None] * self.storage.shape[1] + idx[None, :]
+        return torch.take(self.storage, flat)

@@ -1,0 +1,42 @@
+"""The joker-exact plan derives the kernel row cache (estimator cache_size) from the budget."""
+
+from __future__ import annotations
+
+import pytest
+
+from baselines import METHODS
+from baselines.base import Budget
+from baselines.joker_solver import joker_cache_plan, joker_exact_bytes
+
+MIB = 2**20
+
+
+def _adapter(**options):
+    return METHODS["joker-exact"](task="binary", loss="hinge", sigma=1.0, lam=1.0, seed=0, dtype="float64", **options)
+
+
+def test_whole_kernel_when_it_fits():
+    plan = _adapter().plan(Budget.from_mib("b", 1024), 5000, 20)
+    assert plan["cache_whole"] and plan["cache_rows"] == 5000
+    assert plan["cache_bytes"] == 5000 * 5000 * 8
+    assert plan["cache_size"] == pytest.approx(5000 * 5000 * 8 / MIB)
+
+
+def test_part_of_the_kernel_is_half_the_spare_memory():
+    plan = _adapter().plan(Budget.from_mib("b", 256), 20000, 20)
+    spare = 256 * MIB - joker_exact_bytes(20000, 20, plan["block_size"], 8)
+    assert plan["cache_size"] == pytest.approx(spare / 2 / MIB)
+    assert plan["cache_rows"] == int(spare // 2) // (20000 * 8) and not plan["cache_whole"]
+
+
+def test_the_option_wins_and_reaches_the_estimator():
+    adapter = _adapter(cache_size=0)
+    adapter.plan(Budget.from_mib("b", 1024), 300, 4)
+    assert adapter.plan_["cache_size"] == 0 and adapter.plan_["cache_rows"] == 0
+    assert adapter._estimator_kwargs(300)["cache_size"] == 0
+
+
+def test_cache_plan_rows():
+    assert joker_cache_plan(None, 10 * MIB, 100, 8) == {"cache_size": 80000 / MIB, "cache_bytes": 80000,
+                                                         "cache_rows": 100, "cache_whole": True}
+    assert joker_cache_plan(1.0, 0, 1000, 8)["cache_rows"] == 131

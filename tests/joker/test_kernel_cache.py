@@ -1,0 +1,91 @@
+"""The kernel row cache (joker.kernel_cache), the one-thread context (joker.intraop) and cache_size."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from sklearn.datasets import make_classification
+
+from joker import JokerClassifier
+from joker.intraop import one_thread, serial_below
+from joker.kernel_cache import KernelRowCache
+from joker.kernels import kernel_block
+
+
+def _cache(n=40, d=5, slots=3, offset=0.0):
+    X = torch.randn(n, d, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    sq = (X * X).sum(1)
+    return X, KernelRowCache(X, sq, "gaussian", 1.3, offset, slots)
+
+
+def test_rows_and_block_equal_the_kernel():
+    X, cache = _cache(slots=40, offset=0.25)
+    K = kernel_block(X, X, "gaussian", 1.3) + 0.25
+    idx = torch.tensor([7, 3, 30, 11])
+    assert torch.allclose(cache.rows(idx), K[idx], rtol=0, atol=1e-14)
+    assert torch.allclose(cache.block(idx), K[idx][:, idx], rtol=0, atol=1e-14)
+    assert (cache.misses, cache.hits) == (4, 4)  # the block found its rows cached
+    assert cache.nbytes == 40 * 40 * 8
+
+
+def test_least_recently_used_row_is_evicted():
+    X, cache = _cache(slots=3)
+    K = kernel_block(X, X, "gaussian", 1.3)
+    for i in (0, 1, 2):
+        cache.rows(torch.tensor([i]))
+    cache.rows(torch.tensor([0]))  # 1 is now the least recently used
+    got = cache.rows(torch.tensor([5, 0]))
+    assert torch.allclose(got, K[[5, 0]], rtol=0, atol=1e-14)
+    assert sorted(cache.owner.tolist()) == [0, 2, 5]
+    assert int(cache.slot_of[1]) == -1
+    assert (cache.misses, cache.hits) == (4, 2)
+
+
+def test_more_rows_than_slots_is_an_error():
+    _, cache = _cache(slots=3)
+    with pytest.raises(ValueError, match="4 kernel rows requested at once from a cache of 3"):
+        cache.rows(torch.arange(4))
+
+
+def test_one_thread_restores_the_count_after_an_exception():
+    before = torch.get_num_threads()
+    with pytest.raises(RuntimeError):
+        with one_thread("cpu"):
+            assert torch.get_num_threads() == 1
+            raise RuntimeError("boom")
+    assert torch.get_num_threads() == before
+    with serial_below(2**30, "cpu"):  # a large operation keeps every thread
+        assert torch.get_num_threads() == before
+
+
+@pytest.mark.parametrize("cache_size", [0.0, 0.05])  # no cache / a cache of 32 rows of 400 (LRU evicts)
+def test_cache_gives_the_same_optimum(cache_size):
+    X, y = make_classification(n_samples=400, n_features=8, random_state=0)
+    kw = dict(loss="hinge", sigma=2.0, lam=0.1, block_size=32, tol=1e-6, max_epochs=500, random_state=0)
+    whole = JokerClassifier(**kw).fit(X, y)  # default 1024 MiB: the whole kernel (1.2 MiB)
+    other = JokerClassifier(cache_size=cache_size, **kw).fit(X, y)
+    assert whole.converged_ and other.converged_
+    assert abs(whole.primal_ - other.primal_) <= 2e-6 * abs(whole.primal_)
+    np.testing.assert_allclose(whole.decision_function(X), other.decision_function(X), atol=2e-3)
+
+
+@pytest.mark.parametrize("bad", [-1, float("nan"), "big", True])
+def test_bad_cache_size(bad):
+    X, y = make_classification(n_samples=30, n_features=3, n_informative=2, n_redundant=0, random_state=0)
+    with pytest.raises(ValueError, match="cache_size must be a number of MiB >= 0"):
+        JokerClassifier(cache_size=bad).fit(X, y)
+
+
+def test_multi_output_solve_computes_each_kernel_row_once():
+    """One-vs-rest is one multi-output problem: the C outputs share every kernel row (issue 13)."""
+    from joker.losses import make_loss
+    from joker.operators import ExactKernelOperator
+    from joker.solver import SolverOptions, dbcd_tr
+
+    X, y = make_classification(n_samples=300, n_features=6, n_informative=4, n_classes=3, random_state=0)
+    Y = torch.tensor(np.where(y[:, None] == np.arange(3)[None, :], 1.0, -1.0))
+    op = ExactKernelOperator(torch.tensor(X), "gaussian", 2.0, 3, cache_bytes=300 * 300 * 8)
+    res = dbcd_tr(op, make_loss("squared_hinge"), Y, 0.1, SolverOptions(block_size=50, tol=1e-6), seed=0)
+    assert res.converged and res.n_epochs >= 3
+    assert op.cache.misses == 300  # every row computed exactly once, for all 3 outputs and every epoch
