@@ -41,6 +41,7 @@ ADAPTERS: dict[str, str] = {
     "eigenpro3": "baselines.eigenpro3:EigenPro3Adapter",
     "thundersvm": "baselines.thundersvm:ThunderSVMAdapter",
     "libsvm": "baselines.libsvm:LibSVMAdapter",
+    "sodm": "baselines.sodm:SODMAdapter",
 }
 
 

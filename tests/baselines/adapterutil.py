@@ -24,6 +24,7 @@ CONTRACT_CASES: dict[str, tuple[str, dict[str, Any]]] = {
     "eigenpro3": ("squared", {"max_centers": 500, "epochs": 3}),
     "thundersvm": ("hinge", {}),
     "libsvm": ("hinge", {}),
+    "sodm": ("odm", {"levels": 2, "max_epochs": 50, "n_jobs": 1}),
 }
 #: lam of the contract problem (C = 10 for the SVMs).
 CONTRACT_LAM = 0.1

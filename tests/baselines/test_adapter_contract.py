@@ -28,6 +28,7 @@ PLAN_KNOBS = {
     "eigenpro3": {"n_centers", "epochs"},
     "thundersvm": {"max_mem_size_mib", "n_jobs"},
     "libsvm": {"cache_size_mib", "shrinking"},
+    "sodm": {"block_size", "n_components", "levels", "n_jobs"},
 }
 
 
@@ -144,6 +145,10 @@ class TestThunderSVMContract(AdapterContract):
 
 class TestLibSVMContract(AdapterContract):
     method = "libsvm"
+
+
+class TestSODMContract(AdapterContract):
+    method = "sodm"
 
 
 def test_every_solver_id_has_a_contract_class():
