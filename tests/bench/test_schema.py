@@ -12,7 +12,7 @@ from joker.bench.seeds import derive_seed
 export_conf_env()
 register_configs()
 
-METHODS = ["joker-exact", "joker-inexact", "falkon", "logfalkon", "eigenpro3", "thundersvm", "libsvm"]
+METHODS = ["joker-exact", "joker-inexact", "falkon", "logfalkon", "eigenpro3", "thundersvm", "libsvm", "sodm"]
 
 
 def _compose(name="smoke", overrides=()):
