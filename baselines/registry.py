@@ -42,6 +42,7 @@ ADAPTERS: dict[str, str] = {
     "thundersvm": "baselines.thundersvm:ThunderSVMAdapter",
     "libsvm": "baselines.libsvm:LibSVMAdapter",
     "ipm-lowrank": "baselines.ipm_lowrank:IPMLowRankAdapter",
+    "sodm": "baselines.sodm:SODMAdapter",
 }
 
 

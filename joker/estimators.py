@@ -235,10 +235,10 @@ class _JokerBase(BaseEstimator):
         return validate_data(self, X, reset=reset, dtype=[np.float64, np.float32])
 
     # ------------------------------------------------------------------ solve
-    def _solve(self, X, Y, loss):
-        """Fit on X (any array/tensor of shape (n, d)) and targets Y (tensor (n, C))."""
+    def _solve(self, X, Y, loss, alpha0=None):
+        """Fit on X (any array/tensor of shape (n, d)) and targets Y (tensor (n, C)), from alpha0 if given."""
         t0 = time.perf_counter()
-        for attr in ("alpha_", "coef_", "feature_map_", "X_mean_"):  # nothing of an earlier fit survives
+        for attr in ("alpha_", "dual_alpha_", "coef_", "feature_map_", "X_mean_"):  # nothing of an earlier fit survives
             self.__dict__.pop(attr, None)
         options = self._solver_options()
         # Centre in float64 before any cast to float32, on both paths: the kernels
@@ -249,7 +249,10 @@ class _JokerBase(BaseEstimator):
         self.sigma_ = self._bandwidth(Xt)
         seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
         op = self._operator(X, Xt, Y.shape[1], seed)
-        res = dbcd_tr(op, loss, Y, float(self.lam), options, seed=seed)
+        if alpha0 is not None:
+            alpha0 = alpha0.detach() if _is_tensor(alpha0) else np.asarray(alpha0, dtype=np.float64)
+            alpha0 = torch.as_tensor(alpha0, device=Y.device, dtype=Y.dtype)
+        res = dbcd_tr(op, loss, Y, float(self.lam), options, seed=seed, alpha0=alpha0)
         self._store_model(op, res.alpha)
         self._store_certificate(res, options)
         self.fit_time_ = time.perf_counter() - t0
@@ -297,8 +300,9 @@ class _JokerBase(BaseEstimator):
         return RFFOperator(Xt, self.feature_map_, n_outputs, intercept_scaling=s)
 
     def _store_model(self, op, alpha):
-        """alpha_ (exact) or coef_ (RFF), and intercept_ (0 without fit_intercept)."""
+        """alpha_ (exact) or coef_ (RFF), dual_alpha_ (both), intercept_ (0 without fit_intercept)."""
         self._alpha = alpha
+        self.dual_alpha_ = self._out(alpha)  # the dual point in both modes: a warm start for another fit
         s = float(self.intercept_scaling) if self.fit_intercept else 0.0
         if self.n_components is None:
             self._bias = s * s * alpha.sum(0)
@@ -374,6 +378,9 @@ class JokerRegressor(RegressorMixin, _JokerBase):
     ----------
     alpha_ : ndarray of shape (n_samples,) or (n_samples, n_outputs)
         Dual coefficients (exact kernel only).
+    dual_alpha_ : ndarray of the shape of alpha_
+        The dual variables in both modes (with random features the model is
+        coef_; dual_alpha_ is kept as a warm start, ``fit(..., alpha0=)``).
     coef_ : ndarray of shape (n_components,) or (n_components, n_outputs)
         theta = Psi^T alpha (random features only).
     feature_map_ : joker.features.RandomFourierFeatures
@@ -423,13 +430,17 @@ class JokerRegressor(RegressorMixin, _JokerBase):
                          random_state=random_state, solver_options=solver_options, verbose=verbose,
                          fit_intercept=fit_intercept, intercept_scaling=intercept_scaling, cache_size=cache_size)
 
-    def fit(self, X, y):
+    def fit(self, X, y, alpha0=None):
         """Fit the model.
 
         Parameters
         ----------
         X : array-like or tensor of shape (n_samples, n_features)
         y : array-like or tensor of shape (n_samples,) or (n_samples, n_outputs)
+        alpha0 : array-like or tensor of shape (n_samples,) or (n_samples, n_outputs), optional
+            Warm start of the dual variables (``alpha_``'s shape; projected
+            onto the dual box), e.g. SODM's merged partition duals
+            (:mod:`joker.sodm`). Exact kernel or random features alike.
 
         Returns
         -------
@@ -454,7 +465,7 @@ class JokerRegressor(RegressorMixin, _JokerBase):
         self._single_output = y.ndim == 1
         Y = self._torch(y)
         Y = Y[:, None] if Y.ndim == 1 else Y
-        return self._solve(X, Y, loss)
+        return self._solve(X, Y, loss, alpha0)
 
     def predict(self, X):
         """Predicted values f(X).
@@ -495,7 +506,7 @@ class JokerClassifier(ClassifierMixin, _JokerBase):
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
-    alpha_, coef_, feature_map_, sigma_, dual_gap_, kkt_residual_, primal_, dual_,
+    alpha_, dual_alpha_, coef_, feature_map_, sigma_, dual_gap_, kkt_residual_, primal_, dual_,
     dual_objective_, n_epochs_, converged_, history_, fit_time_
         As in :class:`JokerRegressor` (one output per class, or one for binary).
 
@@ -519,7 +530,7 @@ class JokerClassifier(ClassifierMixin, _JokerBase):
                          verbose=verbose, fit_intercept=fit_intercept, intercept_scaling=intercept_scaling,
                          cache_size=cache_size)
 
-    def fit(self, X, y):
+    def fit(self, X, y, alpha0=None):
         """Fit the classifier.
 
         Parameters
@@ -527,6 +538,10 @@ class JokerClassifier(ClassifierMixin, _JokerBase):
         X : array-like or tensor of shape (n_samples, n_features)
         y : array-like or tensor of shape (n_samples,)
             Labels, any values (at least two distinct).
+        alpha0 : array-like or tensor of shape (n_samples,) for two classes, (n_samples, n_classes), optional
+            Warm start of the dual variables (``alpha_``'s shape; projected
+            onto the dual box), e.g. SODM's merged partition duals
+            (:mod:`joker.sodm`). Exact kernel or random features alike.
 
         Returns
         -------
@@ -555,7 +570,7 @@ class JokerClassifier(ClassifierMixin, _JokerBase):
         else:
             Y = np.where(y_idx[:, None] == np.arange(len(self.classes_))[None, :], 1.0, -1.0)
         self._single_output = True
-        return self._solve(X, self._torch(Y), loss)
+        return self._solve(X, self._torch(Y), loss, alpha0)
 
     def decision_function(self, X):
         """Decision values f(X).

@@ -315,10 +315,22 @@ def _residual(a, g, lo, hi):
     return torch.abs(a - torch.minimum(torch.maximum(a - g, lo), hi))
 
 
+def _warm_start(alpha0, Y, lo, hi):
+    """A given starting point, checked and projected onto the (inner) box of the dual."""
+    a = torch.as_tensor(alpha0, dtype=Y.dtype, device=Y.device)
+    a = a.reshape(-1, 1) if a.dim() == 1 else a
+    if a.shape != Y.shape:
+        raise ValueError(f"alpha0 must have shape {tuple(Y.shape)} (or ({Y.shape[0]},) for one output), "
+                         f"got {tuple(torch.as_tensor(alpha0).shape)}")
+    if not bool(torch.isfinite(a).all()):
+        raise ValueError("alpha0 must be finite")
+    return torch.minimum(torch.maximum(a, lo), hi).clone()
+
+
 class _Run:
     """Mutable state of one solve (kept out of the public API)."""
 
-    def __init__(self, op, loss, Y, lam, opts, generator):
+    def __init__(self, op, loss, Y, lam, opts, generator, alpha0=None):
         self.op, self.loss, self.Y, self.lam, self.opts = op, loss, Y, float(lam), opts
         self.gen = generator
         self.n = Y.shape[0]
@@ -327,7 +339,7 @@ class _Run:
             self.ilo, self.ihi = self.lo, self.hi
         else:
             self.ilo, self.ihi = loss.inner_box(Y, lam)
-        self.alpha = loss.initial_alpha(Y, lam)
+        self.alpha = loss.initial_alpha(Y, lam) if alpha0 is None else _warm_start(alpha0, Y, self.ilo, self.ihi)
         if bool((self.alpha != 0).any()):
             op.reset(self.alpha)
         bs = min(max(1, int(opts.block_size)), self.n)
@@ -678,7 +690,7 @@ class _Driver:
             self.converged = self.opts.met(c)
 
 
-def dbcd_tr(op, loss, Y, lam, options=None, seed=None):
+def dbcd_tr(op, loss, Y, lam, options=None, seed=None, alpha0=None):
     """Solve the Joker dual by DBCD-TR (Joker, Alg. 1).
 
     Parameters
@@ -693,6 +705,11 @@ def dbcd_tr(op, loss, Y, lam, options=None, seed=None):
     options : SolverOptions, optional
     seed : int or None
         Seed of the block permutations.
+    alpha0 : tensor or array of shape (n, C) or (n,), optional
+        Warm start (e.g. the merged duals of SODM's partitions,
+        :mod:`joker.sodm`); projected onto the dual's box, and K alpha0 (or
+        theta) is computed once by ``op.reset``. None: the loss's own start
+        (zeros but for the logistic loss).
 
     Returns
     -------
@@ -702,7 +719,8 @@ def dbcd_tr(op, loss, Y, lam, options=None, seed=None):
     ------
     ValueError
         ``selection="greedy"`` or ``lagged_certificate=True`` with an
-        operator that does not support it.
+        operator that does not support it; ``alpha0`` of the wrong shape or
+        not finite.
     """
     opts = options or SolverOptions()
     gen = torch.Generator()
@@ -711,7 +729,7 @@ def dbcd_tr(op, loss, Y, lam, options=None, seed=None):
     else:
         gen.seed()
     t0 = time.perf_counter()
-    run = _Run(op, loss, Y, lam, opts, gen)
+    run = _Run(op, loss, Y, lam, opts, gen, alpha0)
     loop = _Driver(run, t0)
     if opts.trace_steps:
         run.step_duals.append(run.dual_J())

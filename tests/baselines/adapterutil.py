@@ -25,6 +25,7 @@ CONTRACT_CASES: dict[str, tuple[str, dict[str, Any]]] = {
     "thundersvm": ("hinge", {}),
     "libsvm": ("hinge", {}),
     "ipm-lowrank": ("hinge", {"max_components": 256}),
+    "sodm": ("odm", {"levels": 2, "max_epochs": 50, "n_jobs": 1}),
 }
 #: lam of the contract problem (C = 10 for the SVMs).
 CONTRACT_LAM = 0.1

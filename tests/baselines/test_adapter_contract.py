@@ -29,6 +29,7 @@ PLAN_KNOBS = {
     "thundersvm": {"max_mem_size_mib", "n_jobs"},
     "libsvm": {"cache_size_mib", "shrinking"},
     "ipm-lowrank": {"n_components"},
+    "sodm": {"block_size", "n_components", "levels", "n_jobs"},
 }
 
 
@@ -149,6 +150,10 @@ class TestLibSVMContract(AdapterContract):
 
 class TestIPMLowRankContract(AdapterContract):
     method = "ipm-lowrank"
+
+
+class TestSODMContract(AdapterContract):
+    method = "sodm"
 
 
 def test_every_solver_id_has_a_contract_class():

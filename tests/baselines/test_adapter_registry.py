@@ -13,7 +13,7 @@ from baselines.base import Adapter
 from baselines.registry import ADAPTERS
 
 REPO = Path(__file__).resolve().parents[2]
-IDS = ["joker-exact", "joker-inexact", "falkon", "logfalkon", "eigenpro3", "thundersvm", "libsvm", "ipm-lowrank"]
+IDS = ["joker-exact", "joker-inexact", "falkon", "logfalkon", "eigenpro3", "thundersvm", "libsvm", "ipm-lowrank", "sodm"]
 
 
 def test_every_solver_id_is_registered():

@@ -1,0 +1,148 @@
+"""SODM (joker.sodm): partitioning, levels, warm-started merges, parallel engines (issue 16)."""
+
+import itertools
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+from joker import JokerClassifier
+from joker.sodm import SODMClassifier, greedy_landmarks, nearest_landmark, stratified_split
+
+
+def _binary(n=400, d=4, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    y = np.where(X[:, 0] + 0.5 * X[:, 1] ** 2 + 0.3 * rng.standard_normal(n) > 0.4, 1, -1)
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def a9a_5000():
+    from joker.data import load_dataset
+
+    ds = load_dataset("a9a", n_train=5000, n_test=2000, seed=0, dtype="float64", progress=False)
+    return ds.X_train, ds.y_train, ds.X_test
+
+
+def test_landmarks_are_the_greedy_determinant_maximisers(refs):
+    X, _ = _binary(n=40, d=3, seed=3)
+    sigma = 1.2
+    got = greedy_landmarks(torch.as_tensor(X), 6, "gaussian", sigma, seed=5)
+    K = refs.gaussian_kernel(X, X, sigma)
+    chosen = [int(got[0])]  # every point ties first (k(x, x) = 1): the seed picks it
+    for _ in range(5):
+        dets = [np.linalg.det(K[np.ix_(chosen + [j], chosen + [j])]) if j not in chosen else -1.0
+                for j in range(len(X))]
+        chosen.append(int(np.argmax(dets)))
+    assert got.tolist() == chosen
+
+
+def test_strata_are_the_nearest_landmarks_in_kernel_distance(refs):
+    X, _ = _binary(n=60, d=3, seed=4)
+    C = X[[1, 7, 30]]
+    sigma = 0.9
+    K = refs.gaussian_kernel(X, C, sigma)
+    dist = np.sqrt(np.maximum(2.0 - 2.0 * K, 0.0))  # k(x, x) + k(c, c) - 2 k(x, c)
+    got = nearest_landmark(torch.as_tensor(X), torch.as_tensor(C), "gaussian", sigma)
+    assert got.tolist() == np.argmin(dist, axis=1).tolist()
+
+
+@pytest.mark.parametrize("levels", [3, 6])
+def test_stratified_split_keeps_class_proportions_within_one_point(a9a_5000, levels):
+    X, y, _ = a9a_5000
+    Xt = torch.as_tensor(X)
+    from joker.bandwidth import median_sigma
+
+    sigma = median_sigma(Xt)
+    strata = nearest_landmark(Xt, Xt[greedy_landmarks(Xt, 50, "gaussian", sigma)], "gaussian", sigma)
+    P = 2 ** levels
+    part = stratified_split(strata, y, P, seed=0)
+    sizes = np.bincount(part, minlength=P)
+    assert sizes.max() - sizes.min() <= 1 and sizes.sum() == len(y)
+    for c in (-1.0, 1.0):
+        # every partition holds floor or ceil of n_c / P points of each class: within one point of its share
+        share = np.sum(y == c) / P
+        counts = np.bincount(part[y == c], minlength=P)
+        assert np.all(np.abs(counts - share) < 1.0), (c, counts, share)
+    if levels == 3:  # 625 points a partition: the proportion of positives is within 1 percentage point
+        overall = np.mean(y > 0)
+        assert all(abs(np.mean(y[part == p] > 0) - overall) <= 0.01 for p in range(P))
+    for c, s in sorted(set(zip(y, strata)))[:20]:  # each (class, stratum) cell is dealt round-robin
+        counts = np.bincount(part[(y == c) & (strata == s)], minlength=P)
+        assert counts.max() - counts.min() <= 1
+
+
+def test_one_level_is_joker_exact_odm():
+    X, y = _binary(n=500)
+    kw = dict(sigma=1.5, lam=1.0, odm_theta=0.2, odm_upsilon=0.7, tol=1e-10, max_epochs=500)
+    sodm = SODMClassifier(levels=0, n_jobs=1, random_state=3, **kw).fit(X, y)
+    ref = JokerClassifier(loss="odm", random_state=3, **kw).fit(X, y)
+    assert sodm.converged_ and sodm.dual_gap_ <= 1e-10
+    np.testing.assert_allclose(sodm.decision_function(X), ref.decision_function(X), rtol=0, atol=1e-8)
+    assert [h["level"] for h in sodm.history_] == [0]
+
+
+@pytest.mark.slow
+def test_three_levels_on_a9a_reach_the_direct_odm_optimum(a9a_5000):
+    X, y, X_test = a9a_5000
+    from joker.bandwidth import median_sigma
+
+    kw = dict(sigma=median_sigma(X), lam=1.0, tol=1e-12, kkt_tol=1e-8, max_epochs=1000)
+    sodm = SODMClassifier(levels=3, n_jobs=1, random_state=0, **kw).fit(X, y)
+    ref = JokerClassifier(loss="odm", random_state=1, **kw).fit(X, y)
+    assert sodm.converged_ and ref.converged_
+    assert [h["level"] for h in sodm.history_] == [3, 2, 1, 0]
+    assert [h["n_partitions"] for h in sodm.history_] == [8, 4, 2, 1]
+    np.testing.assert_allclose(sodm.decision_function(X_test), ref.decision_function(X_test), rtol=0, atol=1e-6)
+    # The merged warm start starts the full problem far closer to the optimum than a cold start
+    # (to 1e-12 it still needs about as many epochs: the last digits cost the same, docs/sodm.md).
+    assert sodm.model_.history_[0]["gap"] < 0.1 * ref.history_[0]["gap"]  # measured 0.066 against 1
+
+
+def test_merge_rescales_the_children_duals_to_the_parent_lam():
+    X, y = _binary(n=400, seed=2)
+    s = SODMClassifier(levels=1, n_jobs=1, sigma=1.5, lam=2.0, tol=1e-3, local_tol=1e-8, max_epochs=500).fit(X, y)
+    # Each half solved with lam/2 to 1e-8 approximates the same function, so the
+    # merged start f = sum_i beta_i / lam k(x_i, .) starts the full problem close to its optimum.
+    lv1, lv0 = s.history_
+    assert lv1["lam"] == pytest.approx(1.0) and lv0["lam"] == 2.0
+    cold = JokerClassifier(loss="odm", sigma=1.5, lam=2.0, tol=1e-3, random_state=0).fit(X, y)
+    start_gap = s.model_.history_[0]["gap"]
+    assert start_gap < cold.history_[0]["gap"] / 10
+
+
+def test_loky_and_serial_levels_agree():
+    X, y = _binary(n=600, seed=5)
+    kw = dict(levels=2, sigma=1.5, lam=1.0, tol=1e-6, random_state=0)
+    serial = SODMClassifier(n_jobs=1, **kw).fit(X, y)
+    loky = SODMClassifier(n_jobs=2, **kw).fit(X, y)
+    np.testing.assert_allclose(loky.decision_function(X), serial.decision_function(X), rtol=0, atol=1e-12)
+    assert [h["gap"] for h in loky.history_] == pytest.approx([h["gap"] for h in serial.history_], rel=1e-9)
+
+
+def test_dask_local_cluster_and_serial_agree():
+    distributed = pytest.importorskip("distributed")
+    X, y = _binary(n=600, seed=6)
+    kw = dict(levels=2, sigma=1.5, lam=1.0, tol=1e-6, random_state=0)
+    serial = SODMClassifier(n_jobs=1, **kw).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                      dashboard_address=None) as cluster:
+            on_dask = SODMClassifier(scheduler=cluster.scheduler_address, **kw).fit(X, y)
+    np.testing.assert_allclose(on_dask.decision_function(X), serial.decision_function(X), rtol=0, atol=1e-12)
+    assert [h["n_partitions"] for h in on_dask.history_] == [4, 2, 1]
+
+
+def test_bad_input_is_a_one_line_error():
+    X, y = _binary(n=40)
+    with pytest.raises(ValueError, match="binary"):
+        SODMClassifier(levels=0).fit(X, np.arange(40) % 3)
+    with pytest.raises(ValueError, match=r"levels=6 makes 64 partitions but a class has only \d+ points"):
+        SODMClassifier(levels=6, sigma=1.0).fit(X, y)
+    with pytest.raises(ValueError, match="n_jobs"):
+        SODMClassifier(n_jobs=0).fit(X, y)
+    with pytest.raises(ValueError, match="n_parts"):
+        stratified_split(np.zeros(5), np.ones(5), 6)
