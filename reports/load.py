@@ -248,6 +248,7 @@ def select(frame: pd.DataFrame, filters: dict | None = None):
                    + " (tag superseded_by: re-run)")
     why[why.isna() & trials["status"].isna()] = "no status tag"
     why = why.where(why.notna(), _superseded(trials, why.isna()))
+    why = why.where(why.notna(), _older_schema(trials, why.isna()))
 
     used = trials[why.isna()].reset_index(drop=True)
     skipped = trials[why.notna()][["run_id", "dataset", "method", "budget"]]
@@ -265,6 +266,30 @@ def _superseded(trials: pd.DataFrame, candidate: pd.Series) -> pd.Series:
             older = group.index[group["run_id"] != latest["run_id"]]
             why[older] = (f"superseded by run {latest['run_id']} "
                           "(same config_hash, started later)")
+    return why
+
+
+def _older_schema(trials: pd.DataFrame, candidate: pd.Series) -> pd.Series:
+    """Reason for runs of an older record schema beside a newer run of the same trial.
+
+    A store written before a schema change holds the old run, and a resumed
+    sweep re-runs that trial (its config hash changed): the two are one
+    trial, not two repetitions. Runs without the ``record_schema`` tag are
+    schema 1 (``joker.bench.record``).
+    """
+    why = pd.Series(None, index=trials.index, dtype=object)
+    live = trials[candidate]
+    if live.empty:
+        return why
+    schema = pd.to_numeric(live.get("record_schema"), errors="coerce").fillna(1).astype(int)
+    keys = [k for k in ("method", "dataset", "budget", "repetition", "n_train") if k in live.columns]
+    for _, group in live.assign(_schema=schema).groupby(keys, dropna=False):
+        newest = group["_schema"].max()
+        older = group[group["_schema"] < newest]
+        if len(older):
+            latest = group[group["_schema"] == newest].sort_values("start_time").iloc[-1]
+            why[older.index] = (f"older record schema {older['_schema'].iloc[0]}: superseded by run "
+                                f"{latest['run_id']} (schema {newest}) of the same trial")
     return why
 
 

@@ -376,3 +376,21 @@ def test_import_joker_does_not_import_reports():
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True,
                    cwd=Path(__file__).resolve().parents[2])
+
+
+def test_older_schema_run_of_the_same_trial_is_not_a_second_repetition():
+    # a store from before the typed trial spec (no record_schema tag) resumed by the new code:
+    # the trial is re-run (its hash changed); the report must count one repetition, not two
+    from reports.load import select
+
+    base = dict(method="libsvm", dataset="higgs-head", budget="cpu-4g", repetition="0", n_train=300.0,
+                mlflow_status="FINISHED", superseded_by=None, status="ok")
+    frame = pd.DataFrame([
+        dict(base, run_id="old", config_hash="h1", start_time=1, record_schema=None),
+        dict(base, run_id="new", config_hash="h2", start_time=2, record_schema="2"),
+        dict(base, run_id="rep1", config_hash="h3", start_time=3, record_schema="2", repetition="1"),
+    ])
+    used, skipped, n_trials, _, _ = select(frame)
+    assert sorted(used["run_id"]) == ["new", "rep1"] and n_trials == 3
+    assert skipped["run_id"].tolist() == ["old"]
+    assert skipped["why"].iloc[0] == "older record schema 1: superseded by run new (schema 2) of the same trial"
