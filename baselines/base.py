@@ -421,8 +421,8 @@ class Adapter(abc.ABC):
         limit = budget.gpu_bytes if self.on_gpu else budget.host_bytes
         if chosen["est_bytes"] > limit:
             knobs = ", ".join(f"{k}={v}" for k, v in chosen.items()
-                              if k != "est_bytes" and isinstance(v, numbers.Integral) and not k.endswith("_bytes")
-                              and not k.startswith("max_"))
+                              if isinstance(v, numbers.Integral) and not isinstance(v, bool)
+                              and not k.endswith("_bytes") and not k.startswith(("max_", "cache_")))
             raise BudgetError(budget_error(self.name, budget, self.on_gpu, chosen["est_bytes"], n, d, knobs))
         chosen = {**chosen, "budget": budget.name, "budget_bytes": int(limit)}
         self.plan_ = chosen
