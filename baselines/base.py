@@ -193,10 +193,10 @@ def budget_error(name: str, budget: Budget, on_gpu: bool, est_bytes: int, n: int
         398 MiB before the fit, leaving 0 MiB, which cannot hold the smallest
         setting (estimated 2 MiB for n=5000, d=22)"``.
     """
-    need = (f"cannot hold the smallest setting (estimated {est_bytes / MIB:.0f} MiB for n={n}, d={d}"
+    need = (f"cannot hold the smallest setting (estimated {_mib(est_bytes)} for n={n}, d={d}"
             + (f", {knobs})" if knobs else ")"))
     if on_gpu:
-        return f"{name}: budget {budget.name!r} ({budget.gpu_bytes / MIB:.0f} MiB of GPU memory) {need}"
+        return f"{name}: budget {budget.name!r} ({_mib(budget.gpu_bytes)} of GPU memory) {need}"
     if budget.total_bytes is not None and budget.held_bytes is not None:
         left = max(0, budget.total_bytes - budget.held_bytes)
         return (f"{name}: budget {budget.name!r} ({budget.total_bytes / MIB:.0f} MiB): the process already held "
