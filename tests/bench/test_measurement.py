@@ -117,6 +117,6 @@ def test_a_trial_beside_a_cpu_hog_is_flagged_contended(run_bench, tmp_path):
         pytest.skip("other processes keep this shared machine busy: the 'alone' half cannot be measured now")
     proc, run = _single(run_bench, tmp_path, "dataset=_test_tiny", "method=_test_spin", "budget=unlimited",
                         "threads=2", "rerun=true")
-    if _others_busy() > 0.3:
+    if _others_busy() > 0.3 or run.data.metrics.get("fit_others_cores", 0.0) > 0.3:
         pytest.skip("the machine became busy during the 'alone' trial")
     assert run.data.tags["contended"] == "0", run.data.tags["contended_reason"]
