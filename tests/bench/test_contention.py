@@ -33,6 +33,14 @@ def test_rule_saturated_machine_and_starved_fit():
     assert not _usage(others_cores=None, cpu_s=6.0, load_avg=1.5).contended()[0]
 
 
+def test_rule_a_starved_fit_beside_a_fresh_hog_is_contended():
+    # CI saw this: a hog started 0.5 s before the fit, load average still 1.1, the fit got half a core
+    flag, reason = _usage(threads=1, wall_s=1.5, cpu_s=0.74, others_cores=1.5, load_avg=1.1).contended()
+    assert flag and "49%" in reason and "others kept 1.5" in reason
+    # same share, but nobody else busy: a slow fit (I/O, sleeps), not contention
+    assert not _usage(threads=1, wall_s=1.5, cpu_s=0.74, others_cores=0.2, load_avg=1.1).contended()[0]
+
+
 def _measure(seconds=1.5):
     w = CpuWindow(threads=1).start()
     spin(seconds)
