@@ -1,0 +1,132 @@
+"""The coordinate-descent block solver (joker.block_cd) and shrinking (issue 13).
+
+References: a QP solver on the same box QP; the CG solver of the same solve
+(inner="cg", no shrinking) for the whole fit; exact counts of the rows
+shrinking leaves out.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from joker import JokerClassifier, JokerRegressor, block_cd
+from joker.losses import make_loss
+from joker.operators import ExactKernelOperator
+from joker.solver import SolverOptions, dbcd_tr
+
+pytestmark = pytest.mark.skipif(not block_cd.available("cpu"), reason="numba is not installed")
+
+
+def _box_qp(b, seed, bounded=True):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((b, 3))
+    Q = np.exp(-((X[:, None] - X[None]) ** 2).sum(-1) / 2.0) + 0.01 * np.eye(b)
+    g = rng.standard_normal(b)
+    lo = -rng.uniform(0, 0.5, b) if bounded else np.full(b, -np.inf)
+    hi = rng.uniform(0, 0.5, b) if bounded else np.full(b, np.inf)
+    return Q, g, lo, hi
+
+
+def _t(v):
+    return torch.from_numpy(np.asarray(v, dtype=np.float64)).reshape(-1, 1)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_cd_matches_a_qp_solver_on_a_box_qp(seed):
+    qpsolvers = pytest.importorskip("qpsolvers")
+    Q, g, lo, hi = _box_qp(60, seed)
+    from scipy.sparse import csc_matrix
+
+    ref = qpsolvers.solve_qp(csc_matrix(Q), g, lb=lo, ub=hi, solver="clarabel", tol_gap_abs=1e-12, tol_gap_rel=1e-12,
+                             tol_feas=1e-12)
+    S, pred, sweeps = block_cd.box_qp_cd(_t(g), torch.from_numpy(Q), _t(lo), _t(hi), max_sweeps=5000, rtol=1e-12)
+    s = S.numpy().ravel()
+    assert np.all(s >= lo) and np.all(s <= hi)  # feasible, exactly
+    assert np.sum((s <= lo) | (s >= hi)) >= 5  # the box is active: the test exercises the bounds
+    assert pred == pytest.approx(g @ s + 0.5 * s @ Q @ s, rel=1e-10)  # the maintained Qs is exact
+    m_ref = g @ ref + 0.5 * ref @ Q @ ref
+    assert pred <= m_ref + 1e-9 * abs(m_ref)
+    assert np.max(np.abs(s - ref)) < 1e-5
+    assert 1 < sweeps < 5000
+
+
+def test_cd_unbounded_is_the_newton_step():
+    Q, g, lo, hi = _box_qp(40, 3, bounded=False)
+    S, pred, _ = block_cd.box_qp_cd(_t(g), torch.from_numpy(Q), _t(lo), _t(hi), max_sweeps=100000, rtol=1e-13)
+    np.testing.assert_allclose(S.numpy().ravel(), -np.linalg.solve(Q, g), rtol=1e-6, atol=1e-9)
+
+
+def test_cd_stops_on_rtol_and_on_the_sweep_cap():
+    Q, g, lo, hi = _box_qp(50, 4, bounded=False)
+    _, p1, n1 = block_cd.box_qp_cd(_t(g), torch.from_numpy(Q), _t(lo), _t(hi), max_sweeps=3, rtol=1e-12)
+    _, p2, n2 = block_cd.box_qp_cd(_t(g), torch.from_numpy(Q), _t(lo), _t(hi), max_sweeps=10000, rtol=1e-3)
+    assert n1 == 3 and p1 < 0
+    assert 3 < n2 < 10000 and p2 < p1  # more sweeps, lower model value
+
+
+def test_cd_zero_gradient_or_blocked_step_returns_zero():
+    Q, g, lo, hi = _box_qp(10, 5)
+    S, pred, _ = block_cd.box_qp_cd(_t(np.zeros(10)), torch.from_numpy(Q), _t(lo), _t(hi))
+    assert pred == 0.0 and not S.any()
+    # every variable at a bound with the gradient pointing out of the box: nothing can move
+    S, pred, n = block_cd.box_qp_cd(_t(np.abs(g)), torch.from_numpy(Q), _t(np.zeros(10)), _t(hi))
+    assert pred == 0.0 and not S.any() and n == 1
+
+
+def _hinge_problem(n=300, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, 2))
+    y = np.where(X[:, 0] + 0.5 * rng.standard_normal(n) > 0, 1.0, -1.0)
+    return torch.from_numpy(X), torch.from_numpy(y).reshape(-1, 1)
+
+
+@pytest.mark.parametrize("loss_name", ["hinge", "squared_hinge", "epsilon_insensitive"])
+def test_cd_and_shrinking_reach_the_cg_optimum(loss_name):
+    X, Y = _hinge_problem()
+    loss = make_loss(loss_name, epsilon=0.1) if loss_name == "epsilon_insensitive" else make_loss(loss_name)
+    tol = 1e-7 if loss.kinked else 1e-9  # SVR's float64 gap floor is near 1e-9 (docs/certificates.md)
+    out = {}
+    for name, kw in {"cd+shrinking": {}, "cg": {"inner": "cg", "shrinking": False}}.items():
+        op = ExactKernelOperator(X, "gaussian", 1.0, 1)
+        out[name] = dbcd_tr(op, loss, Y, 0.1, SolverOptions(block_size=64, tol=tol, max_epochs=3000, **kw), seed=0)
+    a, b = out["cd+shrinking"], out["cg"]
+    assert a.converged and b.converged
+    J_a, J_b = a.certificate.dual_objective, b.certificate.dual_objective
+    assert J_a == pytest.approx(J_b, rel=10 * tol)
+    if loss_name != "squared_hinge":  # box losses: variables held at a bound were left out of epochs
+        assert a.stats["active_rows"] < a.n_epochs * 300
+    else:  # squared hinge: box [0, inf), rows held at 0 are left out too
+        assert a.stats["active_rows"] <= a.n_epochs * 300
+
+
+def test_shrinking_never_leaves_out_rows_of_an_unbounded_loss():
+    # squared loss: no bound, no kink; every row is in every epoch (scale invariance relies on it)
+    rng = np.random.default_rng(1)
+    X = torch.from_numpy(rng.standard_normal((200, 3)))
+    Y = torch.from_numpy(rng.standard_normal((200, 1)))
+    op = ExactKernelOperator(X, "gaussian", 1.0, 1)
+    r = dbcd_tr(op, make_loss("squared"), Y, 0.5, SolverOptions(block_size=64, tol=1e-8), seed=0)
+    assert r.converged and r.stats["active_rows"] == 200 * r.n_epochs
+
+
+def test_inner_option_is_checked():
+    X, Y = _hinge_problem(50)
+    op = ExactKernelOperator(X, "gaussian", 1.0, 1)
+    with pytest.raises(ValueError, match="inner='cd' needs a piecewise-quadratic loss"):
+        dbcd_tr(op, make_loss("logistic"), Y, 0.1, SolverOptions(inner="cd"))
+    with pytest.raises(ValueError, match="inner='newton'"):
+        SolverOptions(inner="newton")
+
+
+def test_estimators_accept_the_options():
+    X, Y = _hinge_problem(120)
+    y = Y.numpy().ravel()
+    a = JokerClassifier(sigma=1.0, lam=0.1, tol=1e-8, random_state=0).fit(X.numpy(), y)
+    b = JokerClassifier(sigma=1.0, lam=0.1, tol=1e-8, random_state=0,
+                        solver_options={"inner": "cg", "shrinking": False}).fit(X.numpy(), y)
+    assert a.converged_ and b.converged_
+    np.testing.assert_allclose(a.decision_function(X.numpy()), b.decision_function(X.numpy()), atol=1e-3)
+    r = JokerRegressor(sigma=1.0, lam=0.1, solver_options={"inner": "cd"}).fit(X.numpy(), y)
+    assert r.converged_
