@@ -46,10 +46,10 @@ def available(device) -> bool:
     return numba is not None and torch.device(device).type == "cpu"
 
 
-def _cd_loop(Q, g, lo, hi, s, Qs, max_sweeps, rtol):
+def _cd_loop(Q, g, lo, hi, s, Qs, max_sweeps, rtol, first):
     b = Q.shape[0]
-    first = -1.0
     sweeps = 0
+    worst = 0.0
     while sweeps < max_sweeps:
         sweeps += 1
         worst = 0.0
@@ -85,8 +85,14 @@ def _cd_loop(Q, g, lo, hi, s, Qs, max_sweeps, rtol):
             first = worst
         if worst == 0.0 or worst <= rtol * first:
             break
-    return sweeps
+    return sweeps, worst, first
 
+
+CHUNK = 10
+"""Sweeps between two Newton steps on the free face (when the sweeps alone have not converged)."""
+
+MIN_NEWTON_STEP = 0.1
+"""A face Newton step cut by a bound to less than this fraction is not taken (and no more are tried)."""
 
 _compiled = None
 
@@ -96,6 +102,53 @@ def _kernel():
     if _compiled is None:
         _compiled = numba.njit(cache=True, nogil=True, fastmath=False)(_cd_loop)
     return _compiled
+
+
+def _face_newton(Q, g, lo, hi, s, Qs):
+    """One Newton step on the variables strictly inside their bounds, cut at the first bound.
+
+    Solves Q_FF d = -(g + Q s)_F by Cholesky (a relative ridge of 1e-12,
+    raised up to 1e-6 when the factorisation fails: Q_FF is only
+    semi-definite for losses with h'' = 0) and moves s_F by t d with the
+    largest t <= 1 that keeps the box; along d the model decreases for every
+    t in (0, 1] (d.Q d <= -grad.d for the ridged system), so this never
+    undoes the sweeps' progress. When the sweeps have found the bounds that
+    hold at the solution this is the exact minimiser (t = 1), which CD alone
+    approaches only linearly on an ill-conditioned face (KRR at small lam).
+    Returns False, and the caller goes on with sweeps only, when there is no
+    free variable, the factorisation fails, or a bound cuts the step below
+    ``MIN_NEWTON_STEP``: then the face is not yet the right one (measured on
+    an SVR block at lam = 0.01 with a near-singular K_FF: the Newton
+    direction, projected or cut, gained less than the sweeps; projecting it
+    onto the box raised the model by 1e4).
+    """
+    from scipy.linalg import LinAlgError, cho_factor, cho_solve
+
+    F = np.flatnonzero((s > lo) & (s < hi))
+    if len(F) == 0:
+        return False
+    grad = g[F] + Qs[F]
+    A = Q[np.ix_(F, F)]
+    scale = max(float(np.max(np.diag(A))), 1e-300)
+    for ridge in (1e-12, 1e-9, 1e-6):
+        try:
+            c = cho_factor(A + ridge * scale * np.eye(len(F)), check_finite=False)
+            break
+        except LinAlgError:
+            continue
+    else:
+        return False
+    d = -cho_solve(c, grad, check_finite=False)
+    sF = s[F]
+    room = np.where(d > 0, (hi[F] - sF) / np.where(d > 0, d, 1.0),
+                    np.where(d < 0, (lo[F] - sF) / np.where(d < 0, d, 1.0), np.inf))
+    t = min(1.0, float(room.min()))
+    if not t >= MIN_NEWTON_STEP:
+        return False
+    step = np.clip(sF + t * d, lo[F], hi[F]) - sF
+    s[F] = sF + step
+    Qs += Q[:, F] @ step
+    return True
 
 
 def warm_up() -> None:
@@ -110,7 +163,7 @@ def warm_up() -> None:
     if numba is None:
         return
     one = np.ones(1)
-    _kernel()(np.ones((1, 1)), one.copy(), -one, one.copy(), np.zeros(1), np.zeros(1), 1, 0.5)
+    _kernel()(np.ones((1, 1)), one.copy(), -one, one.copy(), np.zeros(1), np.zeros(1), 1, 0.5, -1.0)
 
 
 def box_qp_cd(g, Q, lo, hi, max_sweeps=100, rtol=1e-3):
@@ -152,7 +205,18 @@ def box_qp_cd(g, Q, lo, hi, max_sweeps=100, rtol=1e-3):
     hin = hi.detach().reshape(-1).numpy().astype(np.float64)
     s = np.zeros_like(gn)
     Qs = np.zeros_like(gn)
-    sweeps = _kernel()(Qn, gn, lon, hin, s, Qs, int(max_sweeps), float(rtol))
+    loop = _kernel()
+    used, first, newton = 0, -1.0, True
+    while True:
+        cap = min(CHUNK, int(max_sweeps) - used) if newton else int(max_sweeps) - used
+        n, worst, first = loop(Qn, gn, lon, hin, s, Qs, cap, float(rtol), first)
+        used += n
+        if worst == 0.0 or worst <= rtol * first or used >= max_sweeps:
+            break
+        if newton:
+            newton = _face_newton(Qn, gn, lon, hin, s, Qs)
+            used += newton
+    sweeps = used
     pred = float(gn @ s + 0.5 * (s @ Qs))
     if not pred < 0.0:  # no descent found (or rounding): never return an ascent step
         return torch.zeros_like(g), 0.0, int(sweeps)

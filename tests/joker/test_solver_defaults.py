@@ -39,7 +39,7 @@ def test_conflicting_parameter_and_solver_option_is_an_error():
 def test_a_knob_given_only_in_solver_options_is_used():
     # a parameter left at its default is not "given": solver_options alone sets the knob
     # (make bench-solver --verbose passed solver_options={"verbose": 1} and was refused)
-    X = np.random.default_rng(0).standard_normal((30, 2))
+    X = np.random.default_rng(0).standard_normal((600, 2))  # 3 blocks: one epoch cannot reach 1e-14
     m = JokerRegressor(sigma=1.0, lam=1e-2, solver_options={"max_epochs": 1, "tol": 1e-14}).fit(X, X[:, 0])
     assert m.n_epochs_ == 1 and not m.converged_
     m = JokerRegressor(sigma=1.0, solver_options={"tol": 1e-12}).fit(X, X[:, 0])
