@@ -6,7 +6,10 @@ box-constrained quadratic program::
 
     min_s  m(s) = g.s + s.Q s / 2   s.t.  lo <= s <= hi,      Q = K_BB + diag(q)
 
-with no trust region (its radius is infinite for these losses). When the
+with no trust region (its radius is infinite for these losses). For the
+logistic loss the same form is the Newton model, with lo/hi the
+fraction-to-boundary box intersected with an inf-norm trust region (the
+solver does the intersection). When the
 block is dense (exact kernel, K_BB formed) this module solves it by cyclic
 coordinate descent with exact one-dimensional minimisation, the inner solver
 of LIBLINEAR's dual method (Hsieh et al., "A dual coordinate descent method
@@ -122,23 +125,22 @@ def _face_newton(Q, g, lo, hi, s, Qs):
     direction, projected or cut, gained less than the sweeps; projecting it
     onto the box raised the model by 1e4).
     """
-    from scipy.linalg import LinAlgError, cho_factor, cho_solve
-
     F = np.flatnonzero((s > lo) & (s < hi))
     if len(F) == 0:
         return False
     grad = g[F] + Qs[F]
-    A = Q[np.ix_(F, F)]
-    scale = max(float(np.max(np.diag(A))), 1e-300)
+    # torch's Cholesky runs on the caller's torch threads (one, inside a block step: joker.intraop);
+    # scipy's LAPACK would use every BLAS thread, 3.5 ms per 256 block on the shared 2 cores.
+    A = torch.from_numpy(Q[np.ix_(F, F)])
+    scale = max(float(A.diagonal().max()), 1e-300)
+    eye = torch.eye(len(F), dtype=A.dtype)
     for ridge in (1e-12, 1e-9, 1e-6):
-        try:
-            c = cho_factor(A + ridge * scale * np.eye(len(F)), check_finite=False)
+        L, info = torch.linalg.cholesky_ex(A + (ridge * scale) * eye)
+        if int(info) == 0:
             break
-        except LinAlgError:
-            continue
     else:
         return False
-    d = -cho_solve(c, grad, check_finite=False)
+    d = -torch.cholesky_solve(torch.from_numpy(grad).reshape(-1, 1), L).numpy().ravel()
     sF = s[F]
     room = np.where(d > 0, (hi[F] - sF) / np.where(d > 0, d, 1.0),
                     np.where(d < 0, (lo[F] - sF) / np.where(d < 0, d, 1.0), np.inf))
@@ -166,7 +168,7 @@ def warm_up() -> None:
     _kernel()(np.ones((1, 1)), one.copy(), -one, one.copy(), np.zeros(1), np.zeros(1), 1, 0.5, -1.0)
 
 
-def box_qp_cd(g, Q, lo, hi, max_sweeps=100, rtol=1e-3):
+def box_qp_cd(g, Q, lo, hi, max_sweeps=100, rtol=1e-3, newton=True):
     """Coordinate-descent minimiser of g.s + s.Q s / 2 over lo <= s <= hi (one output column).
 
     Parameters
@@ -182,6 +184,14 @@ def box_qp_cd(g, Q, lo, hi, max_sweeps=100, rtol=1e-3):
     rtol : float
         Stop when the largest projected-gradient entry of a sweep is at most
         rtol times that of the first sweep.
+    newton : bool
+        Try a Newton step on the free face every ``CHUNK`` sweeps while the
+        sweeps have not converged (:func:`_face_newton`). Measured on the
+        exact kernel: KRR, 2,000 rows, lam = 1e-3: 2.7-3.0 s with, 12.2 s
+        without (64 vs 96 epochs); KLR one-vs-rest on the digits (1,400
+        rows), lam = 1e-3: 5.5 s with, 2.6 s without (the trust-region box
+        cuts the steps), so the solver passes ``newton`` for
+        piecewise-quadratic losses only.
 
     Returns
     -------
@@ -206,7 +216,7 @@ def box_qp_cd(g, Q, lo, hi, max_sweeps=100, rtol=1e-3):
     s = np.zeros_like(gn)
     Qs = np.zeros_like(gn)
     loop = _kernel()
-    used, first, newton = 0, -1.0, True
+    used, first = 0, -1.0
     while True:
         cap = min(CHUNK, int(max_sweeps) - used) if newton else int(max_sweeps) - used
         n, worst, first = loop(Qn, gn, lon, hin, s, Qs, cap, float(rtol), first)

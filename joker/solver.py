@@ -174,11 +174,16 @@ class SolverOptions:
         Inner solver of a block visit. "cg": the truncated projected
         CG-Steihaug of :mod:`joker.trust_region` (every loss, every device).
         "cd": exact coordinate descent on the dense block
-        (:mod:`joker.block_cd`; piecewise-quadratic losses, exact kernel, CPU,
-        Numba); a sweep counts as one CG iteration of the budget. "auto":
-        "cd" where it applies, else "cg". Measured on a9a (5,000 rows, L1-SVC,
-        C = 10): the CG solve restarted at about 11 box hits per visit; the
-        coordinate solve needs no restarts.
+        (:mod:`joker.block_cd`; exact kernel, CPU, Numba); a sweep counts as
+        one CG iteration of the budget (up to ``max_cd_sweeps``). For the
+        logistic loss the trust region becomes a box, |s_i| <= radius (the
+        inf-norm region of box-constrained trust-region methods), so the
+        Newton model with its fraction-to-boundary box stays a box QP.
+        "auto": "cd" where it applies, else "cg". Measured: a9a (5,000 rows,
+        L1-SVC, C = 10), the CG solve restarted at about 11 box hits per
+        visit, the coordinate solve needs none; KLR one-vs-rest on the
+        digits (1,400 rows, sigma 2.5) at lam = 1e-3, CG: gap 1.08 after 100
+        epochs (105 s), CD: converged in 10 epochs (2.6 s).
     trace_steps : bool
         Keep J(alpha) after every accepted block step (``step_duals``;
         costs O(nC) per step).
@@ -386,7 +391,8 @@ class _Run:
         if opts.radius0 is not None:
             r0 = float(opts.radius0)
         else:
-            r0 = math.inf if loss.quadratic else 0.5 * math.sqrt(bs) / self.lam
+            # the same half-box scale in the norm of the inner solver (2-norm for CG, inf-norm for CD)
+            r0 = math.inf if loss.quadratic else 0.5 * (1.0 if self.use_cd else math.sqrt(bs)) / self.lam
         self.radius = [r0] * Y.shape[1]  # one trust region per output
         self.skip_thresh = 0.0  # changed only by rescale_skipping
         # Inner-solve budget per block visit: at most inner_work_ratio times the
@@ -408,10 +414,9 @@ class _Run:
 
     def _coordinate_inner(self, op, loss, device):
         """Whether block visits use the coordinate solver (``inner``; ValueError when "cd" cannot run)."""
-        fits = loss.quadratic and op.maintains_decision and block_cd.available(device)
+        fits = op.maintains_decision and block_cd.available(device)
         if self.opts.inner == "cd" and not fits:
-            raise ValueError("inner='cd' needs a piecewise-quadratic loss, the exact kernel, a CPU device "
-                             "and numba; use inner='cg' or 'auto'")
+            raise ValueError("inner='cd' needs the exact kernel, a CPU device and numba; use inner='cg' or 'auto'")
         return self.opts.inner != "cg" and fits
 
     def adapt_cg_budget(self, slow):
@@ -523,9 +528,10 @@ class _Run:
                 self.epoch_starved += 1  # the visit ended on its CG budget, not on block_rtol
                 break
             radius = self.radius[c]
-            if self.use_cd:  # exact model, no trust region: coordinate descent on the dense block
-                S, pred, n_cg = block_cd.box_qp_cd(g, _block_hessian(blk, q), lo_e - a, hi_e - a,
-                                                   max_sweeps=budget, rtol=opts.cg_rtol)
+            if self.use_cd:  # coordinate descent on the dense block; the trust region as a box (inf-norm)
+                S, pred, n_cg = block_cd.box_qp_cd(g, _block_hessian(blk, q), torch.clamp(lo_e - a, min=-radius),
+                                                   torch.clamp(hi_e - a, max=radius), max_sweeps=budget,
+                                                   rtol=opts.cg_rtol, newton=loss.quadratic)
             else:
                 S, pred, n_cg = box_tr_cg(g, _block_hessian(blk, q), lo_e - a, hi_e - a, radius=radius,
                                           max_iter=budget, rtol=opts.cg_rtol, max_restarts=opts.max_restarts)
@@ -542,7 +548,7 @@ class _Run:
             actual = float((S * gs).sum() + 0.5 * (S * KS).sum()
                            + (loss.h(a_new, y, lam) - loss.h(a, y, lam)).sum())
             rho = actual / pred
-            s_norm = float(torch.linalg.vector_norm(S))
+            s_norm = float(S.abs().max() if self.use_cd else torch.linalg.vector_norm(S))
             if rho > opts.eta and actual < 0.0:
                 a, gs = a_new, gs + KS
                 moved = True
