@@ -53,7 +53,9 @@ class KernelRowCache:
     -----
     Eviction: when a request needs more free slots than there are, the
     rows used least recently (by request) give theirs; rows of the
-    current request are never evicted by it.
+    current request are never evicted by it. When the cache holds all n
+    rows, row i has slot i (``slot_of``, ``owner`` and ``stamp`` are then
+    unused) and a request costs one look-up in a boolean mask.
     """
 
     def __init__(self, X, sq, kernel, sigma, offset, slots, max_entries=2**20):
@@ -70,6 +72,11 @@ class KernelRowCache:
         self.stamp = torch.full((slots,), -1, dtype=torch.long, device=X.device)  # last use; -1 free
         self.clock = 0
         self.hits = self.misses = 0
+        # Whole kernel: row i lives in slot i, nothing is ever evicted, and locate
+        # needs no LRU bookkeeping (a topk over the stamps per request otherwise).
+        self.whole = slots == n
+        if self.whole:
+            self.filled = torch.zeros(n, dtype=torch.bool, device=X.device)
 
     @property
     def slots(self):
@@ -94,6 +101,14 @@ class KernelRowCache:
         """
         if len(idx) > self.slots:
             raise ValueError(f"{len(idx)} kernel rows requested at once from a cache of {self.slots}")
+        if self.whole:
+            missing = idx[~self.filled[idx]]
+            self.hits += len(idx) - len(missing)
+            if len(missing):
+                self.misses += len(missing)
+                self.filled[missing] = True
+                self._fill(missing, missing)
+            return idx
         self.clock += 1
         where = self.slot_of[idx]
         missing = idx[where < 0]
@@ -118,6 +133,11 @@ class KernelRowCache:
             if self.offset:
                 block += self.offset
             self.storage[slots[j:j + step]] = block
+
+    def cached(self, idx):
+        """Whether every row of ``idx`` is already held (a request for them computes nothing)."""
+        held = self.filled[idx] if self.whole else self.slot_of[idx] >= 0
+        return bool(held.all())
 
     def rows(self, idx):
         """K[idx, :] as a (k, n) tensor (a copy gathered from the cache)."""

@@ -129,7 +129,7 @@ class ExactKernelOperator:
         if self.cache is not None and len(cols) <= self.cache.slots:
             # K symmetric: the columns K[:, cols] are the cached rows K[cols, :], transposed.
             # Once cached, gathering them and the product are memory-bound: one thread.
-            with one_thread(self.X.device, not bool((self.cache.slot_of[cols] < 0).any())):
+            with one_thread(self.X.device, self.cache.cached(cols)):
                 self.f += self.cache.rows(cols).T @ S[nz].to(self.X.dtype)
             return
         self.f += self._kmv(self.X, self.sq, cols, S[nz])

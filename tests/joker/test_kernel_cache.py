@@ -23,7 +23,9 @@ def test_rows_and_block_equal_the_kernel():
     X, cache = _cache(slots=40, offset=0.25)
     K = kernel_block(X, X, "gaussian", 1.3) + 0.25
     idx = torch.tensor([7, 3, 30, 11])
+    assert cache.whole and not cache.cached(idx)
     assert torch.allclose(cache.rows(idx), K[idx], rtol=0, atol=1e-14)
+    assert cache.cached(idx) and not cache.cached(torch.tensor([7, 8]))
     assert torch.allclose(cache.block(idx), K[idx][:, idx], rtol=0, atol=1e-14)
     assert (cache.misses, cache.hits) == (4, 4)  # the block found its rows cached
     assert cache.nbytes == 40 * 40 * 8
@@ -39,6 +41,7 @@ def test_least_recently_used_row_is_evicted():
     assert torch.allclose(got, K[[5, 0]], rtol=0, atol=1e-14)
     assert sorted(cache.owner.tolist()) == [0, 2, 5]
     assert int(cache.slot_of[1]) == -1
+    assert not cache.whole and cache.cached(torch.tensor([0, 5])) and not cache.cached(torch.tensor([1]))
     assert (cache.misses, cache.hits) == (4, 2)
 
 
