@@ -22,6 +22,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
+from .devices import check_device
 from .features import RandomFourierFeatures
 from .inputs import as_float64
 from .kernels import KERNELS, kernel_matmul, median_sigma
@@ -203,13 +204,7 @@ class _JokerBase(BaseEstimator):
             raise ValueError(f"max_time must be None or a number of seconds > 0, got {self.max_time!r}")
         if self.dtype not in _DTYPES:
             raise ValueError(f"dtype={self.dtype!r}; expected one of {list(_DTYPES)}")
-        try:
-            torch.device(self.device)
-        except (RuntimeError, TypeError) as exc:
-            raise ValueError(f"device={self.device!r} is not a torch device ('cpu', 'cuda', 'cuda:1', ...)") from exc
-        if torch.device(self.device).type == "cuda" and not torch.cuda.is_available():
-            raise ValueError(f"device={self.device!r} but this torch build or machine has no CUDA device; "
-                             "use device='cpu'")
+        check_device(self.device)
         if not isinstance(self.fit_intercept, (bool, np.bool_)):
             raise TypeError(f"fit_intercept must be True or False, got {self.fit_intercept!r}")
         if isinstance(self.intercept_scaling, bool) or not isinstance(self.intercept_scaling, numbers.Real) \
