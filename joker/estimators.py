@@ -250,7 +250,7 @@ class _JokerBase(BaseEstimator):
             self.__dict__.pop(attr, None)
         options = self._solver_options()
         lam = float(self.lam)
-        degree = loss.target_degree if scale != 1.0 else 2
+        degree = loss.target_degree if scale != 1.0 else 2  # (labels: scale is 1, every factor 1)
         if scale != 1.0:
             lam *= scale ** (2 - degree)
             loss = loss.scaled(scale)
