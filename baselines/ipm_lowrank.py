@@ -20,6 +20,7 @@ and ``n``. Convergence signal: the IPM's own relative duality gap.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from .base import Adapter, Budget, torch_threads
@@ -41,6 +42,11 @@ class IPMLowRankAdapter(Adapter):
     -------
     n_components : int or None, default None
         Fixed rank k; None: the largest (halving from ``max_components``) that fits.
+        Capped at the number of training rows n (a factor of n rows has rank
+        at most n, and the estimator refuses k > n): a fixed k above n fits
+        rank n with a UserWarning saying so, and ``describe()["conversions"]``
+        records the rank used (``n_components``) next to the one asked for
+        (``n_components_requested``).
     max_components : int, default 1024
         The IPM costs O(n k^2) per iteration: 1024 keeps the local table on 2 cores.
     factor : {"rff", "nystroem"}, default "rff"
@@ -80,8 +86,13 @@ class IPMLowRankAdapter(Adapter):
         from joker.ipm import LowRankIPMClassifier
 
         o = self.options
+        n = X.shape[0]
+        fixed = o["n_components"]
+        if fixed and int(fixed) > n:
+            warnings.warn(f"{self.name}: n_components={int(fixed)} exceeds the {n} training rows; a rank-k factor "
+                          f"of {n} rows has rank at most {n}, so rank {n} is used", UserWarning, stacklevel=3)
         model = LowRankIPMClassifier(lam=self.lam, kernel=self.kernel, sigma=self.sigma,
-                                     n_components=min(int(self.plan_["n_components"]), X.shape[0]),
+                                     n_components=min(int(self.plan_["n_components"]), n),
                                      factor=o["factor"], fit_intercept=bool(o["fit_intercept"]), tol=o["tol"],
                                      max_iter=o["max_iter"], max_time=o["max_time"], device=self.device,
                                      dtype=self.dtype, random_state=self.seed)
@@ -99,11 +110,21 @@ class IPMLowRankAdapter(Adapter):
                 "sigma": self.sigma,
                 "lam": self.lam,
                 "C": 1.0 / self.lam,
-                "n_components": None if self.plan_ is None else self.plan_["n_components"],
+                "n_components": self._rank(),
+                "n_components_requested": self.options["n_components"],
                 "formulas": {"sigma": "native (no conversion)", "lam": "native (sum of losses, no conversion)",
-                             "C": "1 / lam (the box of the SVM dual)"},
+                             "C": "1 / lam (the box of the SVM dual)",
+                             "n_components": "min(n_components, or the largest rank within the budget halving "
+                                             "from max_components, n_samples): the rank used"},
             },
         }
+
+    def _rank(self) -> int | None:
+        """The factor rank of the last fit, else of the plan (None before either)."""
+        model = getattr(self, "model_", None)
+        if model is not None and self._fitted:
+            return int(model.n_components)
+        return None if self.plan_ is None else int(self.plan_["n_components"])
 
     def _convergence(self) -> dict[str, Any]:
         m = self.model_

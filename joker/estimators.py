@@ -9,6 +9,7 @@ and the KKT residual.
 
 from __future__ import annotations
 
+import dataclasses
 import numbers
 import time
 
@@ -21,12 +22,14 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
+from .devices import check_device
 from .features import RandomFourierFeatures
 from .inputs import as_float64
 from .kernels import KERNELS, kernel_matmul, median_sigma
 from .losses import CLASSIFICATION_LOSSES, REGRESSION_LOSSES, make_loss
 from .operators import ExactKernelOperator, RFFOperator
 from .solver import DEFAULTS, SolverOptions, dbcd_tr, warn_not_converged
+from .target_scale import target_scale, unscale
 
 __all__ = ["JokerRegressor", "JokerClassifier", "ConvergenceWarning"]
 
@@ -98,6 +101,12 @@ class _JokerBase(BaseEstimator):
     device : str
         Torch device for the solve ("cpu", "cuda", "cuda:1", ...).
     dtype : {"float64", "float32"}
+        Precision of the solve (inputs are centred in float64 first).
+        Regression targets whose largest magnitude lies outside the range
+        where their squares stay safely finite in ``dtype`` (about [3e-10,
+        4e9] for float32) are divided by a power of two for the solve and
+        the model multiplied back (``target_scale_``, exact: the problem is
+        equivariant in the scale of the targets, :mod:`joker.target_scale`).
     random_state : int, RandomState or None
         Seeds block order and RFF draws.
     solver_options : dict or None
@@ -195,13 +204,7 @@ class _JokerBase(BaseEstimator):
             raise ValueError(f"max_time must be None or a number of seconds > 0, got {self.max_time!r}")
         if self.dtype not in _DTYPES:
             raise ValueError(f"dtype={self.dtype!r}; expected one of {list(_DTYPES)}")
-        try:
-            torch.device(self.device)
-        except (RuntimeError, TypeError) as exc:
-            raise ValueError(f"device={self.device!r} is not a torch device ('cpu', 'cuda', 'cuda:1', ...)") from exc
-        if torch.device(self.device).type == "cuda" and not torch.cuda.is_available():
-            raise ValueError(f"device={self.device!r} but this torch build or machine has no CUDA device; "
-                             "use device='cpu'")
+        check_device(self.device)
         if not isinstance(self.fit_intercept, (bool, np.bool_)):
             raise TypeError(f"fit_intercept must be True or False, got {self.fit_intercept!r}")
         if isinstance(self.intercept_scaling, bool) or not isinstance(self.intercept_scaling, numbers.Real) \
@@ -235,12 +238,24 @@ class _JokerBase(BaseEstimator):
         return validate_data(self, X, reset=reset, dtype=[np.float64, np.float32])
 
     # ------------------------------------------------------------------ solve
-    def _solve(self, X, Y, loss, alpha0=None):
-        """Fit on X (any array/tensor of shape (n, d)) and targets Y (tensor (n, C)), from alpha0 if given."""
+    def _solve(self, X, Y, loss, alpha0=None, scale=1.0):
+        """Fit on X (any array/tensor of shape (n, d)) and targets Y (tensor (n, C)), from alpha0 if given.
+
+        ``scale``: Y holds the targets divided by this power of two
+        (:mod:`joker.target_scale`); the solve then uses the loss and lam of
+        the scaled problem and the fitted model is multiplied back.
+        """
         t0 = time.perf_counter()
         for attr in ("alpha_", "dual_alpha_", "coef_", "feature_map_", "X_mean_"):  # nothing of an earlier fit survives
             self.__dict__.pop(attr, None)
         options = self._solver_options()
+        lam = float(self.lam)
+        degree = loss.target_degree if scale != 1.0 else 2  # (labels: scale is 1, every factor 1)
+        if scale != 1.0:
+            lam *= scale ** (2 - degree)
+            loss = loss.scaled(scale)
+            if options.radius0 is not None:  # a radius on alpha steps, which shrink with the targets
+                options = dataclasses.replace(options, radius0=options.radius0 / scale)
         # Centre in float64 before any cast to float32, on both paths: the kernels
         # are shift-invariant, and a large offset would otherwise round the inputs.
         self._X_mean64 = as_float64(X, device=self.device).mean(0)
@@ -250,11 +265,10 @@ class _JokerBase(BaseEstimator):
         seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
         op = self._operator(X, Xt, Y.shape[1], seed)
         if alpha0 is not None:
-            alpha0 = alpha0.detach() if _is_tensor(alpha0) else np.asarray(alpha0, dtype=np.float64)
-            alpha0 = torch.as_tensor(alpha0, device=Y.device, dtype=Y.dtype)
-        res = dbcd_tr(op, loss, Y, float(self.lam), options, seed=seed, alpha0=alpha0)
-        self._store_model(op, res.alpha)
-        self._store_certificate(res, options)
+            alpha0 = (as_float64(alpha0, device=Y.device) / scale).to(Y.dtype)
+        res = dbcd_tr(op, loss, Y, lam, options, seed=seed, alpha0=alpha0)
+        self._store_model(op, res.alpha, scale)
+        self._store_certificate(res, options, scale ** degree, scale ** 2)
         self.fit_time_ = time.perf_counter() - t0
         warn_not_converged(res, options.tol, ConvergenceWarning, options.kkt_target)
         return self
@@ -299,8 +313,12 @@ class _JokerBase(BaseEstimator):
                                                   random_state=seed, dtype=Xt.dtype, device=Xt.device).fit(X)
         return RFFOperator(Xt, self.feature_map_, n_outputs, intercept_scaling=s)
 
-    def _store_model(self, op, alpha):
-        """alpha_ (exact) or coef_ (RFF), dual_alpha_ (both), intercept_ (0 without fit_intercept)."""
+    def _store_model(self, op, alpha, scale=1.0):
+        """alpha_ (exact) or coef_ (RFF), dual_alpha_ (both), intercept_ (0 without fit_intercept).
+
+        ``scale``: the solve's targets were divided by it; the model is multiplied back.
+        """
+        alpha = unscale(alpha, scale, "dual coefficients")
         self._alpha = alpha
         self.dual_alpha_ = self._out(alpha)  # the dual point in both modes: a warm start for another fit
         s = float(self.intercept_scaling) if self.fit_intercept else 0.0
@@ -309,26 +327,36 @@ class _JokerBase(BaseEstimator):
             self.alpha_ = self._out(alpha)
         else:
             M = int(self.n_components)
-            self._theta = op.theta[:M]
-            self._bias = s * op.theta[M] if self.fit_intercept else torch.zeros_like(op.theta[0])
+            theta = unscale(op.theta, scale, "coefficients")
+            self._theta = theta[:M]
+            self._bias = s * theta[M] if self.fit_intercept else torch.zeros_like(theta[0])
             self.coef_ = self._out(self._theta)
         bias = self._bias.detach().cpu().numpy()
         self.intercept_ = float(bias[0]) if bias.shape[0] == 1 and self._single_output else bias
 
-    def _store_certificate(self, res, options):
-        """The fitted certificate attributes (worst output; per-output values in history_)."""
+    def _store_certificate(self, res, options, p_factor=1.0, j_factor=1.0):
+        """The fitted certificate attributes (worst output; per-output values in history_).
+
+        ``p_factor`` and ``j_factor`` bring P, -lam J and J of a scaled solve
+        back to the original targets (c^p and c^2, :mod:`joker.target_scale`);
+        gaps and KKT residuals are ratios and need nothing.
+        """
         cert = res.certificate
-        self.primal_ = cert.primal
-        self.dual_ = cert.dual
-        self.dual_objective_ = cert.dual_objective
+        self.primal_ = cert.primal * p_factor
+        self.dual_ = cert.dual * p_factor
+        self.dual_objective_ = cert.dual_objective * j_factor
         self.dual_gap_ = cert.gap
         self.kkt_residual_ = cert.kkt
         self.n_epochs_ = res.n_epochs
         self.converged_ = bool(res.converged)
         self.history_ = res.history
+        if p_factor != 1.0:
+            for row in self.history_:
+                row["dual"] *= p_factor
+                row["primal"] *= p_factor
         self.solver_stats_ = res.stats
         if options.trace_steps:
-            self.step_duals_ = np.asarray(res.step_duals)
+            self.step_duals_ = np.asarray(res.step_duals) * j_factor
 
     def _out(self, T):
         A = T.detach().cpu().numpy()
@@ -407,12 +435,19 @@ class JokerRegressor(RegressorMixin, _JokerBase):
         The bias b (0.0 without ``fit_intercept``).
     X_mean_ : tensor of shape (n_features,)
         Mean of the training inputs, subtracted in float64 before any cast.
+    target_scale_ : float
+        The power of two the solve divided the targets by (1.0 unless their
+        magnitude is outside the safe range of ``dtype``; see ``dtype``). Every
+        attribute above refers to the original targets; only the verbose
+        lines printed during the solve are those of the scaled problem.
 
     Raises
     ------
     ValueError
         NaN/inf or empty input, X/y length mismatch, invalid parameters,
-        wrong number of features at predict time.
+        wrong number of features at predict time, targets too large for
+        ``dtype`` (within a factor 1024 of its largest number, 3.4e38 for
+        float32).
     TypeError
         Non-numeric parameters or inputs.
     """
@@ -463,9 +498,10 @@ class JokerRegressor(RegressorMixin, _JokerBase):
         else:
             X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, dtype=[np.float64, np.float32])
         self._single_output = y.ndim == 1
-        Y = self._torch(y)
+        Y = as_float64(y, device=self.device)
         Y = Y[:, None] if Y.ndim == 1 else Y
-        return self._solve(X, Y, loss, alpha0)
+        self.target_scale_ = target_scale(Y, _DTYPES[self.dtype])
+        return self._solve(X, (Y / self.target_scale_).to(_DTYPES[self.dtype]), loss, alpha0, self.target_scale_)
 
     def predict(self, X):
         """Predicted values f(X).

@@ -62,12 +62,17 @@ class Loss:
     greedy_blocks : bool
         True when the solver's ``selection="auto"`` should turn to greedy
         (largest-residual) blocks in exact mode once the gap is small.
+    target_degree : int or None
+        Degree p of homogeneity in the targets: loss(c y, c u) = c^p loss(y, u)
+        when the loss's own thresholds scale with the targets (:meth:`scaled`);
+        None for the classification losses, whose labels are +-1.
     """
 
     name = "loss"
     kinked = False
     quadratic = True
     greedy_blocks = False
+    target_degree = None
 
     def primal(self, y, u):
         """Primal loss values ``loss(y, u)``.
@@ -114,6 +119,26 @@ class Loss:
     def describe(self):
         """Parameters of the loss, as a dict (for logs)."""
         return {"loss": self.name}
+
+    def scaled(self, c):
+        """The same loss for targets divided by ``c`` (thresholds divided by ``c``).
+
+        Parameters
+        ----------
+        c : float
+            Target scale > 0.
+
+        Returns
+        -------
+        Loss
+            With loss'(y / c, u / c) = loss(y, u) / c^p, p = ``target_degree``.
+
+        Raises
+        ------
+        NotImplementedError
+            For losses of labels (``target_degree`` None).
+        """
+        raise NotImplementedError(f"loss {self.name!r} has no target scale")
 
 
 class PiecewiseQuadraticLoss(Loss):
@@ -173,9 +198,13 @@ class SquaredLoss(PiecewiseQuadraticLoss):
     """
 
     name = "squared"
+    target_degree = 2
 
     def primal(self, y, u):
         return 0.5 * (y - u) ** 2
+
+    def scaled(self, c):
+        return SquaredLoss()
 
     def pieces(self, y, lam):
         return -y, lam, -y, lam
@@ -189,11 +218,15 @@ class HuberLoss(PiecewiseQuadraticLoss):
     """
 
     name = "huber"
+    target_degree = 2
 
     def __init__(self, delta=1.0):
         if not delta > 0:
             raise ValueError(f"Huber delta must be > 0, got {delta!r}")
         self.delta = float(delta)
+
+    def scaled(self, c):
+        return HuberLoss(self.delta / c)
 
     def primal(self, y, u):
         r = torch.abs(y - u)
@@ -220,11 +253,15 @@ class EpsilonInsensitiveLoss(PiecewiseQuadraticLoss):
 
     name = "epsilon_insensitive"
     kinked = True
+    target_degree = 1
 
     def __init__(self, epsilon=0.1):
         if not epsilon >= 0:
             raise ValueError(f"SVR epsilon must be >= 0, got {epsilon!r}")
         self.epsilon = float(epsilon)
+
+    def scaled(self, c):
+        return EpsilonInsensitiveLoss(self.epsilon / c)
 
     def primal(self, y, u):
         return torch.clamp(torch.abs(y - u) - self.epsilon, min=0.0)

@@ -20,7 +20,9 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ..devices import check_device
 from ..estimators import ConvergenceWarning
+from ..inputs import as_float64
 from ..kernels import KERNELS, median_sigma
 from .factors import FACTORS, make_factor
 from .solver import lowrank_svm_ipm
@@ -61,6 +63,8 @@ class LowRankIPMClassifier(ClassifierMixin, BaseEstimator):
     max_time : float or None
         Seconds.
     device : str, default "cpu"
+        Torch device ("cpu", "cuda", "cuda:1", ...), checked as the Joker
+        estimators check it (:func:`joker.devices.check_device`).
     dtype : {"float64", "float32"}, default "float64"
     random_state : int or None
         Seeds the factor.
@@ -133,13 +137,11 @@ class LowRankIPMClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"factor={self.factor!r}; expected one of {list(FACTORS)}")
         if self.dtype not in _DTYPES:
             raise ValueError(f"dtype={self.dtype!r}; expected one of {list(_DTYPES)}")
-        if torch.device(self.device).type == "cuda" and not torch.cuda.is_available():
-            raise ValueError(f"device={self.device!r} but this machine has no CUDA device; use device='cpu'")
+        check_device(self.device)
 
     def _tensor(self, A):
-        if torch.is_tensor(A):
-            A = A.detach().cpu().numpy()
-        return torch.as_tensor(np.ascontiguousarray(A), dtype=_DTYPES[self.dtype], device=self.device)
+        """Any array or tensor (read-only, strided) as a ``dtype`` tensor on ``device``, via float64."""
+        return as_float64(A, device=self.device).to(_DTYPES[self.dtype])
 
     def fit(self, X, y):
         """Fit the classifier.

@@ -60,3 +60,30 @@ def test_binary_hinge_only():
     assert not IPMLowRankAdapter.supports("multiclass", 3)[0]
     with pytest.raises(ValueError, match="supports losses"):
         IPMLowRankAdapter(task="binary", loss="squared_hinge", sigma=1.0, lam=1.0)
+
+
+def test_rank_above_rows_is_capped_with_a_warning_and_recorded(data):
+    X, y = data(60, seed=3)
+    adapter = _adapter(n_components=512)
+    assert adapter.plan(Budget.from_mib("b", 1024), *X.shape)["n_components"] == 60
+    with pytest.warns(UserWarning, match="n_components=512 exceeds the 60 training rows.*rank 60 is used"):
+        adapter.fit(X, y)
+    conv = adapter.describe()["conversions"]
+    assert conv["n_components"] == adapter.model_.n_components == 60
+    assert conv["n_components_requested"] == 512
+    # the cap is the estimator at k = n: the same model
+    est = LowRankIPMClassifier(lam=1.0, sigma=3.0, n_components=60, fit_intercept=False, random_state=5).fit(X, y)
+    np.testing.assert_allclose(adapter.decision_function(X), est.decision_function(X), rtol=1e-12, atol=1e-12)
+
+
+def test_rank_within_rows_fits_silently(data):
+    import warnings
+
+    X, y = data(60, seed=3)
+    adapter = _adapter(n_components=32)
+    adapter.plan(Budget.from_mib("b", 1024), *X.shape)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        adapter.fit(X, y)
+    conv = adapter.describe()["conversions"]
+    assert conv["n_components"] == 32 and conv["n_components_requested"] == 32
