@@ -256,11 +256,7 @@ def run_problem(name, *, dtype="auto", threads=2, max_epochs=200, verbose=0, off
         return dict(problem=name, tag=spec["data"], **svc_ratio.run(spec["data"], spec["C"], max_epochs=max_epochs))
     if spec["est"] == "official":
         return _run_official(name, spec["of"], official_max_blocks)
-    t0 = time.perf_counter()
-    data = _load_problem(spec["data"])
-    out = dict(problem=name, n_train=int(len(data["ytr"])), n_test=int(len(data["yte"])),
-               d=int(data["Xtr"].shape[1]), sigma=data["sigma"], lam=1.0, load_s=time.perf_counter() - t0,
-               source=data["source"])
+    data, out = _load_described(name, spec["data"])
     if spec["est"] == "svc":
         out.update(_run_libsvm(data))
     else:
@@ -276,17 +272,23 @@ def _run_official(name, of, max_blocks):
         code = official_joker.load(root)
     except official_joker.OfficialUnavailable as exc:
         return dict(problem=name, status="unavailable", error=str(exc), official_root=root)
-    t0 = time.perf_counter()
-    data = _load_problem(spec["data"])
-    out = dict(problem=name, n_train=int(len(data["ytr"])), n_test=int(len(data["yte"])),
-               d=int(data["Xtr"].shape[1]), sigma=data["sigma"], lam=official_joker.LAM,
-               load_s=time.perf_counter() - t0, source=data["source"], official_root=root)
+    data, out = _load_described(name, spec["data"])
+    out["official_root"] = root
     metric = "accuracy" if spec["est"] == "cls" else ("RMSE" if spec["data"] == "hepc" else "MSE")
     one_epoch = spec["data"] == "hepc"  # one epoch only: its time is the comparison, the gap is far from 1e-3
     out.update(official_joker.run(code, data, loss=spec["loss"], n_components=spec.get("n_components"),
                                   block_size=spec.get("block_size"), metric=metric, max_blocks=max_blocks,
                                   to_gap=not one_epoch, epochs=1.0 if one_epoch else None))
     return out
+
+
+def _load_described(name, kind):
+    """The data of a problem and the fields that describe it (sizes, sigma, lam = 1, load time, source)."""
+    t0 = time.perf_counter()
+    data = _load_problem(kind)
+    return data, dict(problem=name, n_train=int(len(data["ytr"])), n_test=int(len(data["yte"])),
+                      d=int(data["Xtr"].shape[1]), sigma=data["sigma"], lam=official_joker.LAM,
+                      load_s=time.perf_counter() - t0, source=data["source"])
 
 
 def _load_problem(kind):
