@@ -599,6 +599,11 @@ def main(argv=None):
         for w in res.get("warnings", []):
             print(f"[solver_bench]   warning: {w}", file=sys.stderr, flush=True)
     print(render(results))
+    busiest = max((r["load_1min"] for r in results if "load_1min" in r), default=0.0)
+    if busiest > (os.cpu_count() or 1) - 0.5:
+        print(f"[solver_bench] the 1-minute load average reached {busiest:.1f} on {os.cpu_count()} cores before a "
+              f"problem started: other programs shared the cores and the times (the official code's two-thread "
+              f"steps above all) are inflated; compare at a quiet moment", file=sys.stderr, flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)

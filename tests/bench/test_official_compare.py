@@ -95,7 +95,8 @@ def test_bad_root_one_line_message_and_the_rest_runs(monkeypatch, capsys, tmp_pa
     def fake_spawn(name, **kw):
         calls.append(name)
         return dict(problem=name, status="ok", fit_s=0.5, epochs=5, gap=4e-4, kkt=1e-3, converged=True,
-                    metric=["MSE", 0.081], primal=266.6, method="Joker (fake)", n_train=5000, peak_rss_mib=1.0)
+                    metric=["MSE", 0.081], primal=266.6, method="Joker (fake)", n_train=5000, peak_rss_mib=1.0,
+                    load_1min=(os.cpu_count() or 1) + 1.0)
 
     monkeypatch.setattr(solver_bench, "spawn", fake_spawn)
     assert solver_bench.main(["--only", "krr-5k,l2svc-5k"]) == 1  # the requested comparison did not happen
@@ -104,6 +105,7 @@ def test_bad_root_one_line_message_and_the_rest_runs(monkeypatch, capsys, tmp_pa
     msg = f"{official_joker.ENV}={tmp_path / 'nowhere'} is not a directory"
     assert err.count(msg) == 2 and all(len(line) < 200 for line in err.splitlines() if msg in line)
     assert "this run's official unavailable" in out and "unavailable: " + msg in out
+    assert f"load average reached {(os.cpu_count() or 1) + 1.0:.1f} on {os.cpu_count()} cores" in err
 
 
 def test_checkout_that_fails_to_import(monkeypatch, tmp_path):
