@@ -16,6 +16,8 @@ are needed (each as costly as one m x m x d matrix product).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 
@@ -141,9 +143,17 @@ def median_sigma(X, n: int = 5000, seed: int = 0, max_gather: int = 2**20) -> fl
         distance of 0 (more than half of the sampled pairs are duplicates).
     """
     Xs = _subsample(X, int(n), int(seed))
+    # Centre, and divide by a power of two near the largest entry: distances are unchanged up to
+    # that exact factor, and squared norms of data near 1e200 no longer overflow float64.
+    Xs = Xs - Xs.mean(0)
+    top = float(Xs.abs().max())
+    scale = 2.0 ** math.ceil(math.log2(top)) if top > 0 and math.isfinite(top) else 1.0
+    if not math.isfinite(top):
+        raise ValueError("median_sigma: the drawn rows are too large to centre in float64 (overflow)")
+    Xs = Xs / scale
     m = Xs.shape[0]
     n_pairs = m * (m - 1) // 2
-    med = float(np.sqrt(_kth_smallest(Xs, (n_pairs - 1) // 2, int(max_gather))))
+    med = scale * float(np.sqrt(_kth_smallest(Xs, (n_pairs - 1) // 2, int(max_gather))))
     if not med > 0:
         raise ValueError("median_sigma: the median pairwise distance is 0 (duplicate rows); give sigma explicitly")
     return med

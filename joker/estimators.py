@@ -63,6 +63,21 @@ def _check_tensor_X(X, name="X"):
         raise ValueError(f"Input {name} contains NaN or infinity.")
 
 
+def _check_kernel_range(Xt, sigma):
+    """ValueError when squared distances (or sigma^2) of the centred inputs overflow the dtype.
+
+    The kernels use ||x||^2 and 1 / sigma^2; centred inputs of about 1e154
+    (float64) or 1e19 (float32) overflow them, and the fit would stop on a
+    raw OverflowError or non-finite kernel values.
+    """
+    big = float(torch.finfo(Xt.dtype).max) ** 0.5 / max(1, Xt.shape[1]) ** 0.5 / 4
+    top = float(Xt.abs().max()) if Xt.numel() else 0.0
+    if not top < big or not float(sigma) < big:
+        raise ValueError(f"the centred inputs (largest |x - mean| {top:.3g}) or sigma ({float(sigma):.3g}) are "
+                         f"too large for {Xt.dtype} kernel arithmetic (limit about {big:.3g}): rescale X "
+                         "(the Gaussian and Laplacian kernels depend on X / sigma only)")
+
+
 class _JokerBase(BaseEstimator):
     """Shared parameters, validation and solve of the Joker estimators.
 
@@ -262,6 +277,8 @@ class _JokerBase(BaseEstimator):
         Xt = self._centred(X)
         self.X_mean_ = self._X_mean64.to(Xt.dtype)
         self.sigma_ = self._bandwidth(Xt)
+        if self.n_components is None:  # random features never square X: X W / sigma stays in range
+            _check_kernel_range(Xt, self.sigma_)
         seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
         op = self._operator(X, Xt, Y.shape[1], seed)
         if alpha0 is not None:

@@ -487,7 +487,7 @@ def render(results):
     if rows:
         parts.append(_table(headers, rows))
     if ratio:
-        parts.append(_table(*svc_ratio.render(ratio)))
+        parts.append(_table(*svc_ratio.render(ratio)) + "\n" + svc_ratio.FOOTNOTE)
     return "\n\n".join(parts)
 
 

@@ -157,6 +157,16 @@ def verdict(joker, svc):
     return "PASS" if not why else "MISS (" + ", ".join(why) + ")"
 
 
+FOOTNOTE = (
+    f"Verdict: PASS when Joker's fit takes at most {MAX_RATIO:g}x SVC's (under {SMALL_JOKER_S:g} s where SVC takes "
+    f"under {SMALL_SVC_S:g} s), its accuracy is within {MAX_ACC_DROP:g} points of SVC's and its certificate is "
+    "converged (issue 13). The models differ: SVC (LIBSVM) has a free bias and classifies several classes "
+    "one-vs-one; Joker here has no bias (fit_intercept=False) and classifies one-vs-rest, so accuracies may "
+    "differ by more than the solvers' tolerance. Each time is one fit, in one process: on a busy machine (see the "
+    "load lines above) both are inflated, not always alike.")
+"""The note printed under the ratio table: the pass rule and which model has which."""
+
+
 def render(results):
     """Rows of the ratio table (one per method and problem) for :func:`joker.bench.solver_bench.render`."""
     headers = ["data", "n train", "C", "method", "fit s", "epochs", "ms/block", "rel gap", "KKT", "acc %",

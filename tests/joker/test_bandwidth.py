@@ -57,3 +57,12 @@ def test_median_sigma_far_from_origin_is_translation_invariant():
 def test_median_sigma_bad_input(bad, match):
     with pytest.raises(ValueError, match=match):
         median_sigma(bad)
+
+
+def test_median_sigma_of_huge_inputs_scales_exactly():
+    # fresh-user tester: data near 1e200 overflowed the squared norms (raw torch.histc error)
+    from joker.bandwidth import median_sigma as _median
+
+    X = np.random.default_rng(0).standard_normal((300, 3))
+    assert _median(X * 1e200) == pytest.approx(1e200 * _median(X), rel=1e-12)
+    assert _median(X + 1e6) == pytest.approx(_median(X), rel=1e-9)

@@ -151,3 +151,35 @@ def test_svr_small_lambda_converges_within_the_default_budget():
     m = JokerRegressor(loss="epsilon_insensitive", epsilon=0.1, sigma=1.0, lam=0.01, random_state=0).fit(X, y)
     assert m.converged_ and m.n_epochs_ <= 60
     assert m.solver_stats_["cg_budget"] > 100  # past max_cg_iter: one or two blocks hold every active row
+
+
+def test_duplicated_rows_hinge_converges_like_cg():
+    # fresh-user tester: 600 rows of 6 distinct points, hinge, lam=1e-5: CD alone crawled
+    # (100 epochs, gap 0.88) where CG took 7 epochs; CG now continues when the sweeps run out
+    rng = np.random.default_rng(8)
+    base = rng.uniform(-1, 1, (6, 2))
+    idx = rng.integers(0, 6, 600)
+    X = base[idx]
+    y = np.where(rng.random(600) < np.where(base[idx, 0] > 0, 0.8, 0.3), 1.0, -1.0)
+    m = JokerClassifier(loss="hinge", sigma=1.0, lam=1e-5, tol=1e-6, random_state=0).fit(X, y)
+    ref = JokerClassifier(loss="hinge", sigma=1.0, lam=1e-5, tol=1e-6, random_state=0,
+                          solver_options={"inner": "cg", "shrinking": False}).fit(X, y)
+    assert m.converged_ and m.n_epochs_ <= 20 and m.solver_stats_.get("cd_polish", 0) > 0
+    assert m.dual_objective_ == pytest.approx(ref.dual_objective_, rel=1e-5)
+
+
+def test_bad_values_of_the_new_options_are_refused():
+    with pytest.raises(TypeError, match="shrinking must be a bool or None"):
+        SolverOptions(shrinking="no")
+    with pytest.raises(TypeError, match="max_cd_sweeps must be an int"):
+        SolverOptions(max_cd_sweeps="many")
+    with pytest.raises(ValueError, match="tol must be < 1"):
+        SolverOptions(tol=1.0)
+
+
+def test_huge_inputs_get_a_clear_error_on_the_exact_path():
+    X = np.random.default_rng(0).standard_normal((50, 3))
+    with pytest.raises(ValueError, match="too large for torch.float64 kernel arithmetic"):
+        JokerRegressor(sigma="median").fit(X * 1e200, X[:, 0])
+    m = JokerRegressor(sigma="median").fit(X * 1e20, X[:, 0])  # far from the limit: fits as X itself would
+    assert m.sigma_ == pytest.approx(1e20 * JokerRegressor(sigma="median").fit(X, X[:, 0]).sigma_, rel=1e-12)
