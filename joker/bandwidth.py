@@ -145,12 +145,12 @@ def median_sigma(X, n: int = 5000, seed: int = 0, max_gather: int = 2**20) -> fl
     Xs = _subsample(X, int(n), int(seed))
     # Centre, and divide by a power of two near the largest entry: distances are unchanged up to
     # that exact factor, and squared norms of data near 1e200 no longer overflow float64.
-    Xs = Xs - Xs.mean(0)
+    Xs -= Xs.mean(0)  # in place: the subsample is already this function's own float64 copy
     top = float(Xs.abs().max())
     scale = 2.0 ** math.ceil(math.log2(top)) if top > 0 and math.isfinite(top) else 1.0
     if not math.isfinite(top):
         raise ValueError("median_sigma: the drawn rows are too large to centre in float64 (overflow)")
-    Xs = Xs / scale
+    Xs /= scale
     m = Xs.shape[0]
     n_pairs = m * (m - 1) // 2
     med = scale * float(np.sqrt(_kth_smallest(Xs, (n_pairs - 1) // 2, int(max_gather))))
