@@ -656,7 +656,6 @@ class _Driver:
                              "random features keep only theta")
         self.shrinking = (opts.shrinking if opts.shrinking is not None else op.maintains_decision) \
             and op.maintains_decision
-        self.active = None  # samples of this epoch's blocks (shrinking), None: all
         self.lagged = opts.lagged_certificate if opts.lagged_certificate is not None else not op.maintains_decision
         if self.lagged and (op.maintains_decision or self.greedy):
             raise ValueError("lagged_certificate needs random features and random block selection")
