@@ -45,6 +45,7 @@ script (the project's virtualenv, which has MLflow and psycopg2).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import pwd
@@ -368,15 +369,38 @@ def start_slurm(root: Path) -> None:
     _wait(root, "slurmdbd", accounting, 60)
 
 
+def _pg_home(root: Path, user: Optional[str]) -> Path:
+    """The folder of PostgreSQL's data and socket: ``<root>/pg``, or one the ``postgres`` user can reach.
+
+    As root the server runs as user ``postgres``, which must be able to
+    enter every folder above its data directory. A checkout under a 0700
+    folder (``mktemp -d``) does not allow that, so the data then lives in
+    ``/var/tmp/joker-pg-<hash of root>`` instead (said on the console).
+    """
+    home = _paths(root)["pg"]
+    if user is None:
+        return home
+    probe = subprocess.run(["setpriv", f"--reuid={user}", f"--regid={user}", "--init-groups", "--",
+                            "test", "-x", str(home.parent)], capture_output=True)
+    if probe.returncode == 0:
+        return home
+    alt = Path("/var/tmp") / f"joker-pg-{hashlib.sha1(str(root).encode()).hexdigest()[:12]}"
+    alt.mkdir(mode=0o700, exist_ok=True)
+    _log(f"user {user} cannot enter {home.parent} (a folder above it is not world-executable): "
+         f"PostgreSQL's data lives in {alt}")
+    return alt
+
+
 def start_postgres(root: Path) -> None:
     p, port = _paths(root), ports()
-    data = p["pg"] / "data"
     user = "postgres" if os.geteuid() == 0 else None
+    home = _pg_home(root, user)
+    data = home / "data"
     pgpass = p["etc"] / "pgpass"
     if not (data / "PG_VERSION").exists():
         if user:
-            shutil.chown(p["pg"], user, user)
-        pwfile = p["pg"] / "initdb.pw"
+            shutil.chown(home, user, user)
+        pwfile = home / "initdb.pw"
         pw = _secret(p["etc"] / "postgres.pass")
         pwfile.touch(mode=0o600)
         pwfile.write_text(pw + "\n")
@@ -389,7 +413,7 @@ def start_postgres(root: Path) -> None:
         finally:
             pwfile.unlink(missing_ok=True)
         _write(pgpass, f"127.0.0.1:{port['postgres']}:*:mlflow:{pw}\n", mode=0o600)
-    sockdir = p["run"] / "pg"
+    sockdir = p["run"] / "pg" if home == p["pg"] else home / "sock"
     sockdir.mkdir(exist_ok=True)
     if user:
         shutil.chown(sockdir, user, user)
