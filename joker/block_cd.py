@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-__all__ = ["box_qp_cd", "available", "warm_up"]
+__all__ = ["box_qp_cd", "solve_block_pq", "available", "warm_up"]
 
 try:  # pragma: no branch
     import numba
@@ -107,19 +107,46 @@ def _kernel():
     return _compiled
 
 
+def _cut_newton(A, grad, room_lo, room_hi):
+    """The Newton step -A^{-1} grad on a face, scaled by the largest t <= 1 inside [room_lo, room_hi].
+
+    ``A`` is the face's Hessian (numpy, symmetric positive semi-definite),
+    factorised by torch's Cholesky with a relative ridge of 1e-12, raised up
+    to 1e-6 when the factorisation fails (A is only semi-definite for losses
+    with h'' = 0). Along the direction the quadratic decreases for every t
+    in (0, 1] (d.A d <= -grad.d for the ridged system). Returns the step
+    (clipped into the room against rounding), or None when the factorisation
+    fails or a bound cuts the step below ``MIN_NEWTON_STEP``.
+    """
+    # torch's Cholesky runs on the caller's torch threads (one, inside a block step: joker.intraop);
+    # scipy's LAPACK would use every BLAS thread, 3.5 ms per 256 block on the shared 2 cores.
+    At = torch.from_numpy(A)
+    scale = max(float(At.diagonal().max()), 1e-300)
+    eye = torch.eye(A.shape[0], dtype=At.dtype)
+    for ridge in (1e-12, 1e-9, 1e-6):
+        L, info = torch.linalg.cholesky_ex(At + (ridge * scale) * eye)
+        if int(info) == 0:
+            break
+    else:
+        return None
+    d = -torch.cholesky_solve(torch.from_numpy(grad).reshape(-1, 1), L).numpy().ravel()
+    room = np.where(d > 0, room_hi / np.where(d > 0, d, 1.0), np.where(d < 0, room_lo / np.where(d < 0, d, 1.0), np.inf))
+    t = min(1.0, float(room.min()))
+    if not t >= MIN_NEWTON_STEP:
+        return None
+    return np.clip(t * d, room_lo, room_hi)
+
+
 def _face_newton(Q, g, lo, hi, s, Qs):
     """One Newton step on the variables strictly inside their bounds, cut at the first bound.
 
-    Solves Q_FF d = -(g + Q s)_F by Cholesky (a relative ridge of 1e-12,
-    raised up to 1e-6 when the factorisation fails: Q_FF is only
-    semi-definite for losses with h'' = 0) and moves s_F by t d with the
-    largest t <= 1 that keeps the box; along d the model decreases for every
-    t in (0, 1] (d.Q d <= -grad.d for the ridged system), so this never
-    undoes the sweeps' progress. When the sweeps have found the bounds that
-    hold at the solution this is the exact minimiser (t = 1), which CD alone
-    approaches only linearly on an ill-conditioned face (KRR at small lam).
-    Returns False, and the caller goes on with sweeps only, when there is no
-    free variable, the factorisation fails, or a bound cuts the step below
+    Solves Q_FF d = -(g + Q s)_F (:func:`_cut_newton`) and moves s_F by t d
+    with the largest t <= 1 that keeps the box, so this never undoes the
+    sweeps' progress. When the sweeps have found the bounds that hold at the
+    solution this is the exact minimiser (t = 1), which CD alone approaches
+    only linearly on an ill-conditioned face (KRR at small lam). Returns
+    False, and the caller goes on with sweeps only, when there is no free
+    variable, the factorisation fails, or a bound cuts the step below
     ``MIN_NEWTON_STEP``: then the face is not yet the right one (measured on
     an SVR block at lam = 0.01 with a near-singular K_FF: the Newton
     direction, projected or cut, gained less than the sweeps; projecting it
@@ -128,26 +155,10 @@ def _face_newton(Q, g, lo, hi, s, Qs):
     F = np.flatnonzero((s > lo) & (s < hi))
     if len(F) == 0:
         return False
-    grad = g[F] + Qs[F]
-    # torch's Cholesky runs on the caller's torch threads (one, inside a block step: joker.intraop);
-    # scipy's LAPACK would use every BLAS thread, 3.5 ms per 256 block on the shared 2 cores.
-    A = torch.from_numpy(Q[np.ix_(F, F)])
-    scale = max(float(A.diagonal().max()), 1e-300)
-    eye = torch.eye(len(F), dtype=A.dtype)
-    for ridge in (1e-12, 1e-9, 1e-6):
-        L, info = torch.linalg.cholesky_ex(A + (ridge * scale) * eye)
-        if int(info) == 0:
-            break
-    else:
-        return False
-    d = -torch.cholesky_solve(torch.from_numpy(grad).reshape(-1, 1), L).numpy().ravel()
     sF = s[F]
-    room = np.where(d > 0, (hi[F] - sF) / np.where(d > 0, d, 1.0),
-                    np.where(d < 0, (lo[F] - sF) / np.where(d < 0, d, 1.0), np.inf))
-    t = min(1.0, float(room.min()))
-    if not t >= MIN_NEWTON_STEP:
+    step = _cut_newton(Q[np.ix_(F, F)], g[F] + Qs[F], lo[F] - sF, hi[F] - sF)
+    if step is None:
         return False
-    step = np.clip(sF + t * d, lo[F], hi[F]) - sF
     s[F] = sF + step
     Qs += Q[:, F] @ step
     return True
@@ -166,6 +177,11 @@ def warm_up() -> None:
         return
     one = np.ones(1)
     _kernel()(np.ones((1, 1)), one.copy(), -one, one.copy(), np.zeros(1), np.zeros(1), 1, 0.5, -1.0)
+    residual, loop = _pq_kernels()
+    for kinked in (False, True):
+        args = (np.ones((1, 1)), np.zeros(1), np.zeros(1), -one, one, -one, one, -one, one.copy(), kinked)
+        residual(*args)
+        loop(*args, 1, 0.5, -1.0)
 
 
 def box_qp_cd(g, Q, lo, hi, max_sweeps=100, rtol=1e-3, newton=True):
@@ -231,3 +247,220 @@ def box_qp_cd(g, Q, lo, hi, max_sweeps=100, rtol=1e-3, newton=True):
     if not pred < 0.0:  # no descent found (or rounding): never return an ascent step
         return torch.zeros_like(g), 0.0, int(sweeps)
     return torch.from_numpy(s).to(dtype).reshape(g.shape), pred, int(sweeps)
+
+
+# ---------------------------------------------------------------------------
+# The whole block visit of a piecewise-quadratic loss, in the dual variables.
+#
+# For these losses the solver's block model is exact, so a visit is just the
+# minimisation of J over alpha_B with the rest fixed. Done directly on alpha
+# (not on a step s with the orthant of each variable fixed beforehand), one
+# coordinate minimisation handles the kink at 0 of SVR / ODM exactly: on each
+# side of 0 the one-dimensional function is a quadratic, and convexity says
+# which side holds the minimiser. No trust region, no orthant re-selection,
+# no torch call per output: one compiled sweep loop per output column.
+
+
+def _pq_residual(K, f, a, lp, qp, lm, qm, lo, hi, kinked):
+    """The block's largest unit-step projected-gradient residual, |a - P(a - g)| on each variable's orthant.
+
+    The same quantity as the solver's ``_residual`` after ``_orthants`` (so
+    the skip rule and the residual bookkeeping read the same numbers).
+    """
+    worst = 0.0
+    for i in range(a.shape[0]):
+        ai = a[i]
+        gs = f[i]
+        if kinked:
+            pos = ai > 0.0 or (ai == 0.0 and gs + lp[i] < 0.0)
+            neg = ai < 0.0 or (ai == 0.0 and gs + lm[i] > 0.0)
+            if pos:
+                g, lo_e, hi_e = gs + lp[i] + qp[i] * ai, max(lo[i], 0.0), hi[i]
+            elif neg:
+                g, lo_e, hi_e = gs + lm[i] + qm[i] * ai, lo[i], min(hi[i], 0.0)
+            else:
+                g, lo_e, hi_e = gs, 0.0, 0.0
+        else:
+            g, lo_e, hi_e = gs + lp[i] + qp[i] * ai, lo[i], hi[i]
+        p = min(max(ai - g, lo_e), hi_e)
+        r = abs(ai - p)
+        if r > worst:
+            worst = r
+    return worst
+
+
+def _pq_loop(K, f, a, lp, qp, lm, qm, lo, hi, kinked, max_sweeps, rtol, first):
+    """Cyclic exact coordinate minimisation of J on one output column (f = (K alpha)_B kept in step)."""
+    b = a.shape[0]
+    sweeps = 0
+    worst = 0.0
+    while sweeps < max_sweeps:
+        sweeps += 1
+        worst = 0.0
+        for i in range(b):
+            kii = K[i, i]
+            ai = a[i]
+            fi = f[i]
+            # phi(x) = kii (x - ai)^2 / 2 + fi (x - ai) + h(x); phi'(x) on a side = kii (x - ai) + fi + l + q x
+            if kinked:
+                dplus = fi - kii * ai + lp[i]  # phi'(0+)
+                dminus = fi - kii * ai + lm[i]  # phi'(0-)
+                if dplus < 0.0 and hi[i] > 0.0:
+                    den = kii + qp[i]
+                    x = (kii * ai - fi - lp[i]) / den if den > 0.0 else hi[i]
+                    x = min(max(x, 0.0), hi[i])
+                elif dminus > 0.0 and lo[i] < 0.0:
+                    den = kii + qm[i]
+                    x = (kii * ai - fi - lm[i]) / den if den > 0.0 else lo[i]
+                    x = max(min(x, 0.0), lo[i])
+                else:
+                    den = kii + (qp[i] if ai > 0.0 else qm[i])
+                    x = min(max(0.0, lo[i]), hi[i])
+            else:
+                den = kii + qp[i]
+                g = fi + lp[i] + qp[i] * ai
+                if den > 0.0:
+                    x = ai - g / den
+                elif g > 0.0:
+                    x = lo[i]
+                elif g < 0.0:
+                    x = hi[i]
+                else:
+                    x = ai
+                x = min(max(x, lo[i]), hi[i])
+            d = x - ai
+            if d != 0.0:
+                pg = abs(d) * den if den > 0.0 else abs(d)
+                if pg > worst:
+                    worst = pg
+                a[i] = x
+                row = K[i]
+                for j in range(b):  # K symmetric: row i is column i
+                    f[j] += d * row[j]
+        if first < 0.0:
+            first = worst
+        if worst == 0.0 or worst <= rtol * first:
+            break
+    return sweeps, worst, first
+
+
+_pq_compiled = None
+
+
+def _pq_kernels():
+    global _pq_compiled
+    if _pq_compiled is None:
+        jit = numba.njit(cache=True, nogil=True, fastmath=False)
+        _pq_compiled = (jit(_pq_residual), jit(_pq_loop))
+    return _pq_compiled
+
+
+def _pq_face_newton(K, f, a, lp, qp, lm, qm, lo, hi, kinked):
+    """A Newton step on the variables strictly inside their orthant's box (:func:`_cut_newton`); True when taken."""
+    side_pos = (a > 0) | ~np.asarray(kinked)
+    free = (a > lo) & (a < hi) & ((a != 0) | ~np.asarray(kinked))
+    F = np.flatnonzero(free)
+    if len(F) == 0:
+        return False
+    q = np.where(side_pos[F], qp[F], qm[F])
+    grad = f[F] + np.where(side_pos[F], lp[F], lm[F]) + q * a[F]
+    lo_e = np.where(side_pos[F], np.maximum(lo[F], 0.0) if kinked else lo[F], lo[F])
+    hi_e = np.where(side_pos[F], hi[F], np.minimum(hi[F], 0.0))
+    A = K[np.ix_(F, F)]
+    A[np.diag_indices_from(A)] += q
+    step = _cut_newton(A, grad, lo_e - a[F], hi_e - a[F])
+    if step is None:
+        return False
+    a[F] += step
+    f += K[:, F] @ step
+    return True
+
+
+def solve_block_pq(K, f, a, pieces, lo, hi, kinked, max_sweeps, rtol, skip=0.0, newton=True):
+    """Minimise the Joker dual over one block's variables, every output column, for a piecewise-quadratic loss.
+
+    Minimises, for each output c independently,
+    ``J_B(x) = x.K_BB x / 2 + x.(K alpha - K_BB alpha_B)_B + sum_i h_i(x_i)``
+    over ``lo <= x <= hi`` (docs/dual.md s.4 with the block's exact model),
+    starting at ``alpha_B``, by cyclic exact coordinate minimisation
+    (Hsieh et al., ICML 2008, Alg. 1, with the kink of h at 0 minimised
+    exactly on both sides) and, every ``CHUNK`` sweeps that did not
+    converge, a Newton step on the free face (``newton``). J decreases at
+    every coordinate and every Newton step.
+
+    Parameters
+    ----------
+    K : CPU tensor of shape (b, b)
+        K_BB (any float dtype; used in float64).
+    f : CPU tensor of shape (b, C)
+        (K alpha)_B at the block's current alpha.
+    a : CPU tensor of shape (b, C)
+        alpha_B.
+    pieces : tuple of four tensors or floats broadcastable to (b, C)
+        ``loss.pieces(y_B, lam)``: l+, q+, l-, q- of h on a >= 0 and a <= 0.
+    lo, hi : CPU tensors of shape (b, C)
+        The dual's box (may be +-inf); for ``kinked`` losses lo <= 0 <= hi.
+    kinked : bool
+        h has a kink at 0 (SVR, ODM).
+    max_sweeps : int
+        Cap on sweeps per output (a Newton step counts as one).
+    rtol : float
+        An output stops when the largest step x curvature of a sweep is at
+        most rtol times that of its first sweep.
+    skip : float
+        Outputs whose starting residual (as the solver's ``_residual``) is
+        0 or <= ``skip`` are not visited.
+
+    Returns
+    -------
+    a_new : tensor of shape (b, C), dtype of ``a``
+    res0 : list of float
+        Starting residual of each output.
+    sweeps : list of int
+        Sweeps used per output (0: skipped).
+    starved : list of float
+        For each output that ended on ``max_sweeps`` without meeting
+        ``rtol``, the ratio of its last sweep's largest step x curvature to
+        its first sweep's (how far the sweeps got: near 1 when they crawl);
+        0.0 for the others.
+
+    Raises
+    ------
+    RuntimeError
+        Numba is not installed (check :func:`available` first).
+    """
+    if numba is None:
+        raise RuntimeError("joker.block_cd needs numba (pip install numba)")
+    residual, loop = _pq_kernels()
+    b, C = a.shape
+    Kn = np.ascontiguousarray(K.detach().numpy(), dtype=np.float64)
+
+    def cols(t):  # (C, b) float64, one contiguous row per output
+        t = torch.as_tensor(t, dtype=torch.float64)
+        return np.array(torch.broadcast_to(t, (b, C)).T.numpy(), order="C", copy=True)  # never the caller's memory
+
+    fn, an, lon, hin = cols(f), cols(a), cols(lo), cols(hi)
+    lp, qp, lm, qm = (cols(v) for v in pieces)
+    res0, used, starved = [], [], []
+    for c in range(C):
+        args = (lp[c], qp[c], lm[c], qm[c], lon[c], hin[c], bool(kinked))
+        r0 = residual(Kn, fn[c], an[c], *args)
+        res0.append(r0)
+        if r0 == 0.0 or r0 <= skip:
+            used.append(0)
+            starved.append(0.0)
+            continue
+        n, first, try_newton = 0, -1.0, newton
+        while True:
+            cap = min(CHUNK, max_sweeps - n) if try_newton else max_sweeps - n
+            k, worst, first = loop(Kn, fn[c], an[c], *args, cap, float(rtol), first)
+            n += k
+            done = worst == 0.0 or worst <= rtol * first
+            if done or n >= max_sweeps:
+                break
+            if try_newton:
+                try_newton = _pq_face_newton(Kn, fn[c], an[c], *args)
+                n += try_newton
+        used.append(n)
+        starved.append(0.0 if done else worst / first)
+    return torch.from_numpy(an.T.copy()).to(a.dtype), res0, used, starved

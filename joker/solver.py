@@ -327,6 +327,11 @@ class SolveResult:
     stats: dict = field(default_factory=dict)
 
 
+CRAWL = 0.3
+"""A coordinate solve cut by its sweep budget is crawling (and CG goes on from it) when its last sweep's
+largest move is still above this fraction of its first sweep's (``_Run._pq_block_step``)."""
+
+
 def _bc(x, like):
     return x * torch.ones_like(like) if not torch.is_tensor(x) or x.shape != like.shape else x
 
@@ -506,6 +511,8 @@ class _Run:
         blk = self.op.block(B)
         self.feed_lag(blk)
         a0 = self.alpha[B]
+        if self.use_cd and self.loss.quadratic:
+            return self._pq_block_step(blk, B, a0)
         a_new = a0.clone()
         moved = False
         # The inner solve's operations are O(|B|^2): one thread each (joker.intraop).
@@ -524,6 +531,55 @@ class _Run:
         self.op.commit(blk, a_new - a0)
         if self.opts.trace_steps:
             self.step_duals.append(self.dual_J())
+
+    def _pq_block_step(self, blk, B, a0):
+        """A block visit of a piecewise-quadratic loss: the block's exact minimisation in alpha (:func:`joker.block_cd.solve_block_pq`).
+
+        The block model is exact for these losses (rho = 1, no trust region),
+        so the visit minimises J over alpha_B directly, every output in one
+        compiled loop, the kink of SVR / ODM handled per coordinate. An
+        output whose sweeps ran out of budget while crawling (their last
+        sweep still moved more than ``CRAWL`` times as much as their first)
+        goes on with CG on its orthant (:meth:`_polish`), as :meth:`_cd_step`
+        does; a visit cut short after good progress does not (the next
+        epoch revisits the block anyway). Measured on the digits (1,400
+        rows, 10 outputs, hinge, C = 10): polishing every cut visit took
+        0.35 of a 0.45 s fit.
+        """
+        opts, loss = self.opts, self.loss
+        pieces = loss.pieces(self.Y[B], self.lam)
+        with serial_below(self.op.product_work(len(B), 1), a0.device):
+            a_new, res0, used, starved = block_cd.solve_block_pq(
+                blk.K, blk.f, a0, pieces, self.ilo[B], self.ihi[B], loss.kinked, self.cg_budget, opts.cg_rtol,
+                skip=self.skip_thresh)
+            for c in (c for c, s in enumerate(starved) if s > CRAWL):
+                a_new[:, c:c + 1] = self._polish(blk, c, a0[:, c:c + 1], a_new[:, c:c + 1], B)
+        self.epoch_max_res = max(self.epoch_max_res, max(res0))
+        visits = sum(1 for n in used if n > 0)
+        self.epoch_visits += visits
+        self.epoch_starved += sum(1 for s in starved if s > 0.0)
+        self.stats["cg_iter"] += sum(used)
+        S = a_new - a0
+        if not bool((S != 0).any()):
+            self.stats["skipped"] += 1
+            return
+        self.stats["accepted"] += visits
+        self.alpha[B] = a_new
+        self.op.commit(blk, S)
+        if opts.trace_steps:
+            self.step_duals.append(self.dual_J())
+
+    def _polish(self, blk, c, a0, a, B):
+        """CG from the coordinate solver's point on one output, inside that point's orthant (duplicated rows)."""
+        opts, loss = self.opts, self.loss
+        self.stats["cd_polish"] = self.stats.get("cd_polish", 0) + 1
+        y, lo, hi = self.Y[B][:, c:c + 1], self.ilo[B][:, c:c + 1], self.ihi[B][:, c:c + 1]
+        gs = blk.f[:, c:c + 1] + blk.mv(a - a0)
+        l, q, lo_e, hi_e = _orthants(loss, a, gs, y, self.lam, lo, hi)
+        S, pred, n = box_tr_cg(gs + l + q * a, _block_hessian(blk, q), lo_e - a, hi_e - a,
+                               max_iter=opts.max_cg_iter, rtol=opts.cg_rtol, max_restarts=opts.max_restarts)
+        self.stats["cg_iter"] += n
+        return a + S if pred < 0.0 else a
 
     def _visit(self, blk, c, a, gs, y, lo, hi):
         """Trust-region iterations on one output column of a block.

@@ -183,3 +183,74 @@ def test_huge_inputs_get_a_clear_error_on_the_exact_path():
         JokerRegressor(sigma="median").fit(X * 1e200, X[:, 0])
     m = JokerRegressor(sigma="median").fit(X * 1e20, X[:, 0])  # far from the limit: fits as X itself would
     assert m.sigma_ == pytest.approx(1e20 * JokerRegressor(sigma="median").fit(X, X[:, 0]).sigma_, rel=1e-12)
+
+
+def _split_qp_reference(K, c, pieces, lo, hi):
+    """min_x x.K x/2 + c.x + h(x), lo <= x <= hi, as a QP in x = u - v, u, v >= 0 (Clarabel).
+
+    h(x) = l+ x + q+ x^2/2 for x >= 0 and l- x + q- x^2/2 for x <= 0 with l- <= l+
+    (convex, kink at 0): h(u - v) is replaced by l+ u + q+ u^2/2 - l- v + q- v^2/2,
+    equal at every optimum since there u v = 0.
+    """
+    qpsolvers = pytest.importorskip("qpsolvers")
+    from scipy.sparse import csc_matrix
+
+    lp, qp, lm, qm = pieces
+    P = np.block([[K + np.diag(qp), -K], [-K, K + np.diag(qm)]])
+    q = np.concatenate([c + lp, -c - lm])
+    ub = np.concatenate([np.maximum(hi, 0.0), np.maximum(-lo, 0.0)])
+    ub = np.where(np.isfinite(ub), ub, 1e20)
+    z = qpsolvers.solve_qp(csc_matrix(P + 1e-13 * np.eye(len(q))), q, lb=np.zeros(len(q)), ub=ub, solver="clarabel",
+                           tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+    return z[:len(c)] - z[len(c):]
+
+
+@pytest.mark.parametrize("loss_name", ["hinge", "squared_hinge", "epsilon_insensitive", "odm", "huber"])
+def test_block_solve_in_alpha_matches_a_qp_solver(loss_name):
+    # one block of 40 rows, two outputs, a non-zero start and a coupling to rows outside the block
+    rng = np.random.default_rng(7)
+    b, lam = 40, 0.5
+    X = rng.standard_normal((b, 3))
+    K = np.exp(-((X[:, None] - X[None]) ** 2).sum(-1) / 2.0)
+    Y = np.where(rng.standard_normal((b, 2)) > 0, 1.0, -1.0)
+    if loss_name in ("epsilon_insensitive", "huber"):
+        Y = rng.standard_normal((b, 2))
+    loss = make_loss(loss_name, epsilon=0.3) if loss_name == "epsilon_insensitive" else make_loss(loss_name)
+    Yt = torch.from_numpy(Y)
+    lo, hi = (torch.as_tensor(v, dtype=torch.float64) * torch.ones_like(Yt) for v in loss.box(Yt, lam))
+    pieces = [torch.as_tensor(v, dtype=torch.float64) * torch.ones_like(Yt) for v in loss.pieces(Yt, lam)]
+    a0 = torch.clamp(torch.from_numpy(rng.uniform(-0.5, 0.5, (b, 2))), lo, hi)
+    outside = torch.from_numpy(rng.standard_normal((b, 2)))  # (K alpha)_B from the rows outside the block
+    f0 = torch.from_numpy(K) @ a0 + outside
+    a, res0, sweeps, starved = block_cd.solve_block_pq(torch.from_numpy(K), f0, a0, pieces, lo, hi, loss.kinked,
+                                                        max_sweeps=20000, rtol=1e-13)
+    assert starved == [0.0, 0.0] and all(r > 0 for r in res0) and all(1 <= n < 20000 for n in sweeps)
+    assert torch.all(a >= lo) and torch.all(a <= hi)
+    for c in range(2):
+        ref = _split_qp_reference(K, outside[:, c].numpy(), [p[:, c].numpy() for p in pieces],
+                                  lo[:, c].numpy(), hi[:, c].numpy())
+
+        def J(x):
+            h = loss.h(torch.from_numpy(x).reshape(-1, 1), Yt[:, c:c + 1], lam).sum()
+            return 0.5 * x @ K @ x + outside[:, c].numpy() @ x + float(h)
+        assert J(a[:, c].numpy()) <= J(ref) + 1e-9 * max(1.0, abs(J(ref)))
+        assert np.max(np.abs(a[:, c].numpy() - ref)) < 1e-5
+    # the caller's tensors are left alone
+    assert torch.equal(f0, torch.from_numpy(K) @ a0 + outside)
+
+
+def test_block_solve_in_alpha_skips_what_the_rule_says():
+    rng = np.random.default_rng(8)
+    K = torch.eye(5, dtype=torch.float64)
+    y = torch.ones(5, 1, dtype=torch.float64)
+    lo, hi = torch.zeros(5, 1, dtype=torch.float64), torch.full((5, 1), 2.0, dtype=torch.float64)
+    pieces = (-y, 0.0, -y, 0.0)  # hinge: J = |a|^2/2 - sum a, optimum a = 1
+    a0 = torch.ones(5, 1, dtype=torch.float64)
+    a, res0, sweeps, _ = block_cd.solve_block_pq(K, K @ a0, a0, pieces, lo, hi, False, 10, 1e-6)
+    assert res0 == [0.0] and sweeps == [0] and torch.equal(a, a0)  # at the optimum: not visited
+    a0 = torch.from_numpy(rng.uniform(0.9, 1.1, (5, 1)))
+    a, res0, sweeps, _ = block_cd.solve_block_pq(K, K @ a0, a0, pieces, lo, hi, False, 10, 1e-6, skip=0.2)
+    assert sweeps == [0] and torch.equal(a, a0)  # residual <= 0.1 <= skip
+    a, res0, sweeps, _ = block_cd.solve_block_pq(K, K @ a0, a0, pieces, lo, hi, False, 10, 1e-6)
+    assert sweeps == [2]  # the second sweep finds nothing to move
+    torch.testing.assert_close(a, torch.ones(5, 1, dtype=torch.float64))  # identity K: one sweep is exact
