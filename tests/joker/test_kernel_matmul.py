@@ -54,3 +54,18 @@ def test_laplacian_float32_diagonal_is_one():
     K = kernel_block(X, X, "laplacian", 0.5)
     assert K.dtype == torch.float32
     assert float((K.diagonal() - 1).abs().max()) < 1e-6
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "laplacian"])
+def test_float32_far_rows_with_given_norms_match_float64(kernel):
+    # rows of norm ~100 at sigma 0.08: float32 norms (as the operator and the cache pass them)
+    # and the expanded distance would put k(x, x) near 0.6-0.9; computed in float64 it is 1
+    X64 = torch.from_numpy(np.random.default_rng(0).normal(size=(40, 3)) * 60.0)
+    X64[1] = X64[0] + 0.01  # a close pair: a kernel entry strictly between 0 and 1
+    X = X64.float()
+    sq = (X * X).sum(1)
+    K = kernel_block(X, X, kernel, 0.08, sq, sq)
+    K64 = kernel_block(X.double(), X.double(), kernel, 0.08)
+    assert K.dtype == torch.float32
+    assert float((K.double() - K64).abs().max()) < 1e-6
+    assert 0.5 < float(K[0, 1]) < 1.0
