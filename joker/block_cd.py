@@ -105,6 +105,11 @@ cost 5-20 % more than 0.1 for the same epochs, mostly in its per-call overhead; 
 within 10 % of 0.1 there, but loses the Newton step where it matters (ill-conditioned faces: KRR at small
 lam, :func:`box_qp_cd`)."""
 
+NEWTON_MAX_FREE = 512
+"""``solve_block_pq`` tries no face Newton step on more free variables than this. The Cholesky costs
+|F|^3 / 3 flops: at |F| = 1,000 (hinge, blocks of 1,000, lam 1e-5) mostly rejected tries took 4.6 s of a
+5.2 s fit while the sweeps took 0.3 s; at 512 a try costs about 45 Mflop (a few ms)."""
+
 _compiled = None
 
 
@@ -363,17 +368,21 @@ def _pq_kernels():
     return _pq_compiled
 
 
-def _pq_face_newton(K, f, a, lp, qp, lm, qm, lo, hi, kinked):
-    """A Newton step on the variables strictly inside their orthant's box (:func:`_cut_newton`); True when taken."""
-    side_pos = (a > 0) | ~np.asarray(kinked)
-    free = (a > lo) & (a < hi) & ((a != 0) | ~np.asarray(kinked))
-    F = np.flatnonzero(free)
-    if len(F) == 0:
-        return False
-    q = np.where(side_pos[F], qp[F], qm[F])
-    grad = f[F] + np.where(side_pos[F], lp[F], lm[F]) + q * a[F]
-    lo_e = np.where(side_pos[F], np.maximum(lo[F], 0.0) if kinked else lo[F], lo[F])
-    hi_e = np.where(side_pos[F], hi[F], np.minimum(hi[F], 0.0))
+def _pq_free_face(a, lo, hi, kinked):
+    """Indices of the variables strictly inside their orthant's box (not at a bound, nor at a kink at 0)."""
+    free = (a > lo) & (a < hi)
+    if kinked:
+        free &= a != 0
+    return np.flatnonzero(free)
+
+
+def _pq_face_newton(K, f, a, lp, qp, lm, qm, lo, hi, kinked, F):
+    """A Newton step on the free face ``F`` (:func:`_cut_newton`); True when taken."""
+    side_pos = a[F] > 0 if kinked else np.ones(len(F), dtype=bool)
+    q = np.where(side_pos, qp[F], qm[F])
+    grad = f[F] + np.where(side_pos, lp[F], lm[F]) + q * a[F]
+    lo_e = np.where(side_pos, np.maximum(lo[F], 0.0), lo[F]) if kinked else lo[F]
+    hi_e = np.where(side_pos, hi[F], np.minimum(hi[F], 0.0)) if kinked else hi[F]
     A = K[np.ix_(F, F)]
     A[np.diag_indices_from(A)] += q
     step = _cut_newton(A, grad, lo_e - a[F], hi_e - a[F])
@@ -393,8 +402,10 @@ def solve_block_pq(K, f, a, pieces, lo, hi, kinked, max_sweeps, rtol, skip=0.0, 
     starting at ``alpha_B``, by cyclic exact coordinate minimisation
     (Hsieh et al., ICML 2008, Alg. 1, with the kink of h at 0 minimised
     exactly on both sides) and, every ``CHUNK`` sweeps that did not
-    converge, a Newton step on the free face (``newton``). J decreases at
-    every coordinate and every Newton step.
+    converge while the sweeps crawl (``NEWTON_SLOW``), a Newton step on the
+    free face (``newton``; faces of at most ``NEWTON_MAX_FREE`` variables;
+    a face whose step was rejected is not tried again until it changes).
+    J decreases at every coordinate and every Newton step.
 
     Parameters
     ----------
@@ -458,17 +469,20 @@ def solve_block_pq(K, f, a, pieces, lo, hi, kinked, max_sweeps, rtol, skip=0.0, 
             used.append(0)
             starved.append(0.0)
             continue
-        n, first, try_newton = 0, -1.0, newton
+        n, first, failed = 0, -1.0, None  # failed: the face of the last rejected Newton step
         while True:
-            cap = min(CHUNK, max_sweeps - n) if try_newton else max_sweeps - n
+            cap = min(CHUNK, max_sweeps - n) if newton else max_sweeps - n
             k, worst, first = loop(Kn, fn[c], an[c], *args, cap, float(rtol), first)
             n += k
             done = worst == 0.0 or worst <= rtol * first
             if done or n >= max_sweeps:
                 break
-            if try_newton and worst > NEWTON_SLOW * first:  # the sweeps crawl: worth a factorisation
-                try_newton = _pq_face_newton(Kn, fn[c], an[c], *args)
-                n += try_newton
+            if newton and worst > NEWTON_SLOW * first:  # the sweeps crawl: worth a factorisation
+                F = _pq_free_face(an[c], lon[c], hin[c], kinked)
+                if 0 < len(F) <= NEWTON_MAX_FREE and (failed is None or not np.array_equal(F, failed)):
+                    taken = _pq_face_newton(Kn, fn[c], an[c], *args, F)
+                    failed = None if taken else F
+                    n += taken
         used.append(n)
         starved.append(0.0 if done else worst / first)
     return torch.from_numpy(an.T.copy()).to(a.dtype), res0, used, starved

@@ -117,14 +117,19 @@ class SolverOptions:
         clipped to [min_cg_iter, max_cg_iter]: the inner solve never
         dominates the cost of a block.
     cg_rtol : float
-        Relative residual at which the inner CG stops.
+        Relative residual at which the inner CG stops. The coordinate
+        solver of a piecewise-quadratic loss (``inner="cd"``, one call per
+        visit) stops when its largest move falls below
+        ``min(cg_rtol, block_rtol)`` times that of its first sweep.
     max_restarts : int
         Cap on active-set restarts of the inner CG after box hits.
     max_tr_iter : int
         Cap on trust-region iterations per block visit (each re-linearises
         h, re-selects orthants and rebuilds the active set; the visit ends
         when the block residual fell by ``block_rtol``). They cost O(|B|^2)
-        each, no kernel rows.
+        each, no kernel rows. Not used by the coordinate solver of a
+        piecewise-quadratic loss, whose block model is exact (no trust
+        region): it minimises the block in one call.
     block_rtol : float
         A block visit ends when its residual fell below block_rtol times
         its value at the start of the visit.
@@ -550,8 +555,8 @@ class _Run:
         pieces = loss.pieces(self.Y[B], self.lam)
         with serial_below(self.op.product_work(len(B), 1), a0.device):
             a_new, res0, used, starved = block_cd.solve_block_pq(
-                blk.K, blk.f, a0, pieces, self.ilo[B], self.ihi[B], loss.kinked, self.cg_budget, opts.cg_rtol,
-                skip=self.skip_thresh)
+                blk.K, blk.f, a0, pieces, self.ilo[B], self.ihi[B], loss.kinked, self.cg_budget,
+                min(opts.cg_rtol, opts.block_rtol), skip=self.skip_thresh)
             for c in (c for c, s in enumerate(starved) if s > CRAWL):
                 a_new[:, c:c + 1] = self._polish(blk, c, a0[:, c:c + 1], a_new[:, c:c + 1], B)
         self.epoch_max_res = max(self.epoch_max_res, max(res0))

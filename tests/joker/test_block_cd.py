@@ -254,3 +254,37 @@ def test_block_solve_in_alpha_skips_what_the_rule_says():
     a, res0, sweeps, _ = block_cd.solve_block_pq(K, K @ a0, a0, pieces, lo, hi, False, 10, 1e-6)
     assert sweeps == [2]  # the second sweep finds nothing to move
     torch.testing.assert_close(a, torch.ones(5, 1, dtype=torch.float64))  # identity K: one sweep is exact
+
+
+def test_a_rejected_newton_face_is_retried_once_the_face_changes():
+    # L2-SVC block of 3 near-duplicate points (K ~ all 2s, an intercept): the first Newton try is
+    # on all 3 variables and is cut short; once a_0 reaches its bound 0 the face {1, 2} is new, and
+    # its step finishes the block (one rejected try used to switch Newton off: 8,867 sweeps).
+    K = torch.tensor([[2.0, 1.99951122, 1.99993811], [1.99951122, 2.0, 1.99910908],
+                      [1.99993811, 1.99910908, 2.0]], dtype=torch.float64)
+    f0 = torch.tensor([[0.72260083], [-0.86034964], [-1.04582898]], dtype=torch.float64)
+    y = torch.tensor([[1.0], [1.0], [-1.0]], dtype=torch.float64)
+    lam = 1.434e-4
+    loss = make_loss("squared_hinge")
+    lo, hi = loss.box(y, lam)
+    a, _, used, starved = block_cd.solve_block_pq(K, f0, torch.zeros(3, 1, dtype=torch.float64),
+                                                  loss.pieces(y, lam), lo, hi, False, 3000, 1e-4)
+    assert starved == [0.0] and used[0] < 3000
+    # the exact minimiser: a_0 = 0, (K_FF + lam I) a_F = y_F - f0_F on F = {1, 2}
+    F = [1, 2]
+    a_F = torch.linalg.solve(K[F][:, F] + lam * torch.eye(2, dtype=torch.float64), y[F] - f0[F])
+    assert float(a[0]) == 0.0
+    torch.testing.assert_close(a[F], a_F, rtol=1e-5, atol=0)
+
+
+def test_the_coordinate_visit_honours_block_rtol_and_a_loose_cg_rtol():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(400, 4))
+    y = np.sin(2 * X[:, 0]) + 0.3 * rng.normal(size=400)
+
+    def fit(**so):
+        return JokerRegressor(loss="huber", sigma=0.7, lam=1e-3, random_state=0, solver_options=so).fit(X, y)
+    loose = fit(cg_rtol=0.99)  # the visit still ends on block_rtol (1e-3), not after two sweeps
+    assert loose.converged_ and loose.n_epochs_ < 60
+    tight, default = fit(block_rtol=1e-12), fit()
+    assert tight.solver_stats_["cg_iter"] > 5 * default.solver_stats_["cg_iter"]
