@@ -219,8 +219,10 @@ def box_qp_cd(g, Q, lo, hi, max_sweeps=100, rtol=1e-3, newton=True):
         exact kernel: KRR, 2,000 rows, lam = 1e-3: 2.7-3.0 s with, 12.2 s
         without (64 vs 96 epochs); KLR one-vs-rest on the digits (1,400
         rows), lam = 1e-3: 5.5 s with, 2.6 s without (the trust-region box
-        cuts the steps), so the solver passes ``newton`` for
-        piecewise-quadratic losses only.
+        cuts the steps), so the solver calls this function for the
+        logistic loss only, with ``newton=False`` (the piecewise-quadratic
+        losses go through :func:`solve_block_pq`, which has its own face
+        Newton step).
 
     Returns
     -------

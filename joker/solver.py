@@ -439,29 +439,6 @@ class _Run:
             return fits and boxed
         return self.opts.inner == "cd" and fits
 
-    def _cd_step(self, g, Q, lo, hi, budget, quadratic):
-        """The coordinate solver's step; CG goes on from it when the sweeps ran out of budget.
-
-        Coordinate descent is slow where columns of Q are (nearly) equal:
-        duplicated rows with the hinge loss (h'' = 0) make Q singular and the
-        sweeps crawl along the duplicates. Measured (600 rows, 6 distinct
-        points, hinge, lam = 1e-5, tol 1e-6): CD alone, 100 epochs and gap
-        0.88; CG, 7 epochs. When the sweeps end on their budget, CG (which
-        is indifferent to equal columns) continues from their point for up
-        to ``max_cg_iter`` iterations inside the same box; the two model
-        decreases add up. Piecewise-quadratic losses only (no trust region,
-        so the box is the whole constraint).
-        """
-        opts = self.opts
-        S, pred, n = block_cd.box_qp_cd(g, Q, lo, hi, max_sweeps=budget, rtol=opts.cg_rtol, newton=quadratic)
-        if n < budget or not quadratic:
-            return S, pred, n
-        self.stats["cd_polish"] = self.stats.get("cd_polish", 0) + 1
-        grad = g + (Q @ S if torch.is_tensor(Q) else Q(S))
-        S2, pred2, n2 = box_tr_cg(grad, Q, lo - S, hi - S, max_iter=opts.max_cg_iter, rtol=opts.cg_rtol,
-                                  max_restarts=opts.max_restarts)
-        return S + S2, pred + pred2, n + n2
-
     def adapt_cg_budget(self, slow):
         """Double the per-visit CG budget (up to max_cg_iter, or max_cd_sweeps) when most visits of a slow epoch ran out of it.
 
@@ -545,9 +522,12 @@ class _Run:
         compiled loop, the kink of SVR / ODM handled per coordinate. An
         output whose sweeps ran out of budget while crawling (their last
         sweep still moved more than ``CRAWL`` times as much as their first)
-        goes on with CG on its orthant (:meth:`_polish`), as :meth:`_cd_step`
-        does; a visit cut short after good progress does not (the next
-        epoch revisits the block anyway). Measured on the digits (1,400
+        goes on with CG on its orthant (:meth:`_polish`): coordinate descent
+        is slow where columns of K_BB are (nearly) equal (duplicated rows
+        with the hinge loss; measured: 600 rows, 6 distinct points, lam
+        1e-5, tol 1e-6: coordinate steps alone, 100 epochs and gap 0.88;
+        CG, 7 epochs). A visit cut short after good progress is not
+        polished (the next epoch revisits the block anyway). Measured on the digits (1,400
         rows, 10 outputs, hinge, C = 10): polishing every cut visit took
         0.35 of a 0.45 s fit.
         """
@@ -622,9 +602,10 @@ class _Run:
                 self.epoch_starved += 1  # the visit ended on its CG budget, not on block_rtol
                 break
             radius = self.radius[c]
-            if self.use_cd:  # coordinate descent on the dense block; the trust region as a box (inf-norm)
-                S, pred, n_cg = self._cd_step(g, _block_hessian(blk, q), torch.clamp(lo_e - a, min=-radius),
-                                              torch.clamp(hi_e - a, max=radius), budget, loss.quadratic)
+            if self.use_cd:  # the logistic loss (box_qp_cd: no Newton, the trust box cuts it); inf-norm region
+                S, pred, n_cg = block_cd.box_qp_cd(g, _block_hessian(blk, q), torch.clamp(lo_e - a, min=-radius),
+                                                   torch.clamp(hi_e - a, max=radius), max_sweeps=budget,
+                                                   rtol=opts.cg_rtol, newton=False)
             else:
                 S, pred, n_cg = box_tr_cg(g, _block_hessian(blk, q), lo_e - a, hi_e - a, radius=radius,
                                           max_iter=budget, rtol=opts.cg_rtol, max_restarts=opts.max_restarts)
