@@ -23,6 +23,8 @@ in the unit the report shows (accuracy in %, RMSE in target units:
 
 from __future__ import annotations
 
+import math
+
 import re
 
 import numpy as np
@@ -342,11 +344,30 @@ def _converged(group: pd.DataFrame, ok: pd.DataFrame) -> tuple[str, int]:
     return "yes", n_conv
 
 
+def _number_text(v) -> str:
+    """A value as shown in the report: integers without ``.0``, other numbers to 6 significant digits.
+
+    Plan values arrive as MLflow parameter strings (``"1726.722900390625"``
+    for a cache of that many MiB); other text is returned as is.
+    """
+    if isinstance(v, str):
+        try:
+            x = float(v)
+        except ValueError:
+            return v
+        if not math.isfinite(x) or v.strip().lower() in ("true", "false"):
+            return v
+        v = x
+    if isinstance(v, float):
+        return str(int(v)) if v.is_integer() else f"{v:.6g}"
+    return str(v)
+
+
 def _joined(values: pd.Series) -> str:
     """Distinct values, ``/``-joined, in first-seen order ('' when none)."""
     seen = []
     for v in values.dropna():
-        text = str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
+        text = _number_text(v)
         if text not in seen:
             seen.append(text)
     return "/".join(seen)

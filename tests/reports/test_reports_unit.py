@@ -394,3 +394,9 @@ def test_older_schema_run_of_the_same_trial_is_not_a_second_repetition():
     assert sorted(used["run_id"]) == ["new", "rep1"] and n_trials == 3
     assert skipped["run_id"].tolist() == ["old"]
     assert skipped["why"].iloc[0] == "older record schema 1: superseded by run new (schema 2) of the same trial"
+
+
+def test_plan_numbers_are_shown_short():
+    # MLflow stores plan values as strings: a cache of 1726.7229 MiB came out with 16 digits
+    shown = table._joined(pd.Series(["1726.722900390625", "256", 3.0, "cpu", "True", "nan", None]))
+    assert shown == "1726.72/256/3/cpu/True/nan"
