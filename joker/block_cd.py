@@ -95,7 +95,8 @@ CHUNK = 10
 """Sweeps between two Newton steps on the free face (when the sweeps alone have not converged)."""
 
 MIN_NEWTON_STEP = 0.1
-"""A face Newton step cut by a bound to less than this fraction is not taken (and no more are tried)."""
+"""A face Newton step cut by a bound to less than this fraction is not taken (:func:`box_qp_cd` then tries no
+more in that call; :func:`solve_block_pq` tries again once the free face has changed)."""
 
 NEWTON_SLOW = 0.1
 """``solve_block_pq`` tries a face Newton step only when the last sweep still moved more than this fraction
