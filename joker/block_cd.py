@@ -36,6 +36,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from . import kernel_cache
+
 __all__ = ["box_qp_cd", "solve_block_pq", "available", "warm_up"]
 
 try:  # pragma: no branch
@@ -191,6 +193,7 @@ def warm_up() -> None:
         return
     one = np.ones(1)
     _kernel()(np.ones((1, 1)), one.copy(), -one, one.copy(), np.zeros(1), np.zeros(1), 1, 0.5, -1.0)
+    kernel_cache.warm_up()
     residual, loop = _pq_kernels()
     for kinked in (False, True):
         args = (np.ones((1, 1)), np.zeros(1), np.zeros(1), -one, one, -one, one, -one, one.copy(), kinked)

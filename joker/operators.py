@@ -130,7 +130,7 @@ class ExactKernelOperator:
             # K symmetric: the columns K[:, cols] are the cached rows K[cols, :], transposed.
             # Once cached, gathering them and the product are memory-bound: one thread.
             with one_thread(self.X.device, self.cache.cached(cols)):
-                self.f += self.cache.rows(cols).T @ S[nz].to(self.X.dtype)
+                self.cache.add_product(cols, S[nz], self.f)
             return
         self.f += self._kmv(self.X, self.sq, cols, S[nz])
 

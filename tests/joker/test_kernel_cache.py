@@ -31,6 +31,32 @@ def test_rows_and_block_equal_the_kernel():
     assert cache.nbytes == 40 * 40 * 8
 
 
+@pytest.mark.parametrize("compiled", [True, False])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("slots", [40, 6])
+def test_block_and_product_read_in_place_equal_the_kernel(monkeypatch, compiled, dtype, slots):
+    # issue 13: K_BB and f += K[:, B] S are read from the cached rows without a copy (compiled loops),
+    # or by torch's gathers where Numba is absent; both give the kernel's own numbers
+    import joker.kernel_cache as kc
+
+    if not compiled:
+        monkeypatch.setattr(kc, "numba", None)
+    X = torch.randn(40, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(1)).to(dtype)
+    cache = KernelRowCache(X, (X * X).sum(1), "gaussian", 1.3, 0.5, slots)
+    K = (kernel_block(X, X, "gaussian", 1.3) + 0.5).double()
+    idx = torch.tensor([9, 2, 33, 17, 5])
+    tol = 1e-14 if dtype == torch.float64 else 1e-6
+    torch.testing.assert_close(cache.block(idx).double(), K[idx][:, idx], rtol=0, atol=tol)
+    for C in (1, 3):
+        S = torch.randn(5, C, dtype=torch.float64, generator=torch.Generator().manual_seed(C))
+        S[1] = 0.0  # a zero row adds nothing
+        f0 = torch.randn(40, C, dtype=torch.float64, generator=torch.Generator().manual_seed(7))
+        f = f0.clone()
+        cache.add_product(idx, S, f)
+        torch.testing.assert_close(f, f0 + K[:, idx] @ S, rtol=0, atol=10 * tol)
+    assert cache.misses == 5  # each row computed once (the LRU cache of 6 slots holds all 5)
+
+
 def test_least_recently_used_row_is_evicted():
     X, cache = _cache(slots=3)
     K = kernel_block(X, X, "gaussian", 1.3)
