@@ -288,3 +288,27 @@ def test_the_coordinate_visit_honours_block_rtol_and_a_loose_cg_rtol():
     assert loose.converged_ and loose.n_epochs_ < 60
     tight, default = fit(block_rtol=1e-12), fit()
     assert tight.solver_stats_["cg_iter"] > 5 * default.solver_stats_["cg_iter"]
+
+
+def test_newton_waits_for_a_settled_face(monkeypatch):
+    # issue 13: a face Newton step is tried at a crawling chunk end only when the free face is the one the
+    # previous chunk ended on. Squared loss (no bound: the face is every variable from the start) on an
+    # ill-conditioned block: no try after the first chunk, one exact step after the second, then one sweep
+    # that finds nothing to move.
+    calls = []
+    real = block_cd._pq_face_newton
+    monkeypatch.setattr(block_cd, "_pq_face_newton", lambda *a: calls.append(len(a[-1])) or real(*a))
+    rng = np.random.default_rng(0)
+    x = np.sort(rng.uniform(0, 1, 30))
+    K = torch.tensor(np.exp(-(x[:, None] - x[None, :]) ** 2 / (2 * 0.3 ** 2)))
+    y = torch.tensor(rng.normal(size=(30, 1)))
+    lam = 1e-3
+    loss = make_loss("squared")
+    lo, hi = loss.box(y, lam)
+    zero = torch.zeros(30, 1, dtype=torch.float64)
+    a, _, used, starved = block_cd.solve_block_pq(K, zero, zero.clone(), loss.pieces(y, lam), lo, hi, False, 3000,
+                                                  1e-8)
+    assert calls == [30] and used == [2 * block_cd.CHUNK + 2] and starved == [0.0]
+    ref = torch.linalg.solve(K + lam * torch.eye(30, dtype=torch.float64), y)  # (K + lam I) a = y
+    torch.testing.assert_close(a, ref, rtol=1e-8, atol=1e-8 * float(ref.abs().max()))
+
