@@ -28,7 +28,7 @@ from .inputs import as_float64
 from .kernels import KERNELS, kernel_matmul, median_sigma
 from .losses import CLASSIFICATION_LOSSES, REGRESSION_LOSSES, make_loss
 from .operators import ExactKernelOperator, RFFOperator
-from .solver import DEFAULTS, SolverOptions, dbcd_tr, warn_not_converged
+from .solver import DEFAULTS, SolverOptions, auto_block_size, dbcd_tr, warn_not_converged
 from .target_scale import target_scale, unscale
 
 __all__ = ["JokerRegressor", "JokerClassifier", "ConvergenceWarning"]
@@ -95,8 +95,11 @@ class _JokerBase(BaseEstimator):
         (lam/2 ||theta||^2 + sum_i loss_i).
     n_components : int or None
         None: exact kernel; M >= 1: M random Fourier features (inexact Joker).
-    block_size : int
-        Block size |B| >= 1 (clipped to n_samples).
+    block_size : int or "auto", default "auto"
+        Block size |B| >= 1 (clipped to n_samples). "auto":
+        :func:`joker.solver.auto_block_size` (1,024 for the hinge loss on
+        the exact kernel on the CPU, 256 otherwise); the size used is
+        ``block_size_`` after ``fit``.
     tol : float
         Target relative duality gap (P + lam J) / P of every output
         (``docs/certificates.md``).
@@ -153,7 +156,7 @@ class _JokerBase(BaseEstimator):
     _losses = {}
 
     def __init__(self, loss, kernel="gaussian", sigma="median", lam=1.0, n_components=None,
-                 block_size=DEFAULTS.block_size, tol=DEFAULTS.tol, kkt_tol=DEFAULTS.kkt_tol,
+                 block_size="auto", tol=DEFAULTS.tol, kkt_tol=DEFAULTS.kkt_tol,
                  max_epochs=DEFAULTS.max_epochs, max_time=DEFAULTS.max_time, epsilon=0.1, delta=1.0, odm_theta=0.1,
                  odm_upsilon=0.5, device="cpu", dtype="float64", random_state=None, solver_options=None,
                  verbose=DEFAULTS.verbose, fit_intercept=False, intercept_scaling=1.0, cache_size=CACHE_SIZE):
@@ -200,8 +203,11 @@ class _JokerBase(BaseEstimator):
             raise ValueError(f"lam must be > 0, got {self.lam!r}")
         for name in ("block_size", "max_epochs"):
             v = getattr(self, name)
+            if name == "block_size" and isinstance(v, str) and v == "auto":
+                continue
             if isinstance(v, bool) or not isinstance(v, numbers.Integral):
-                raise TypeError(f"{name} must be an int >= 1, got {v!r}")
+                also = ' or "auto"' if name == "block_size" else ""
+                raise TypeError(f"{name} must be an int >= 1{also}, got {v!r}")
             if v < 1:
                 raise ValueError(f"{name} must be >= 1, got {v}")
         if self.n_components is not None:
@@ -264,6 +270,7 @@ class _JokerBase(BaseEstimator):
         for attr in ("alpha_", "dual_alpha_", "coef_", "feature_map_", "X_mean_"):  # nothing of an earlier fit survives
             self.__dict__.pop(attr, None)
         options = self._solver_options()
+        self.block_size_ = min(int(options.block_size), int(Y.shape[0]))
         lam = float(self.lam)
         degree = loss.target_degree if scale != 1.0 else 2  # (labels: scale is 1, every factor 1)
         if scale != 1.0:
@@ -294,12 +301,14 @@ class _JokerBase(BaseEstimator):
         """SolverOptions from the parameters and ``solver_options`` (conflicts: ValueError)."""
         opts = dict(self.solver_options or {})
         SolverOptions.from_dict(opts)  # bad names and values are reported as the option's own error
-        params = {"block_size": int(self.block_size), "tol": float(self.tol), "kkt_tol": self.kkt_tol,
+        auto = isinstance(self.block_size, str)  # "auto" (checked): not "given", solver_options may set it
+        block = auto_block_size(self.loss, self.n_components is None, self.device) if auto else int(self.block_size)
+        params = {"block_size": block, "tol": float(self.tol), "kkt_tol": self.kkt_tol,
                   "max_epochs": int(self.max_epochs), "max_time": self.max_time, "verbose": int(self.verbose)}
         for name in _SHARED_KNOBS:
             # a parameter left at the solver's default (joker.solver.DEFAULTS) is not "given":
             # solver_options may then set the knob; two different given values are a conflict
-            given = params[name] != getattr(DEFAULTS, name)
+            given = params[name] != getattr(DEFAULTS, name) and not (name == "block_size" and auto)
             if name in opts and given and opts[name] != params[name]:
                 raise ValueError(f"{name} is given both as a parameter ({params[name]!r}) and in solver_options "
                                  f"({opts[name]!r}); give it once")
@@ -432,6 +441,8 @@ class JokerRegressor(RegressorMixin, _JokerBase):
         The fitted feature map (random features only).
     sigma_ : float
         Bandwidth used.
+    block_size_ : int
+        Block size used (``block_size`` resolved and clipped to n_samples).
     dual_gap_ : float
         Relative duality gap (P_c + lam J_c) / P_c at the end, worst output c
         (``docs/certificates.md``).
@@ -472,7 +483,7 @@ class JokerRegressor(RegressorMixin, _JokerBase):
     _losses = REGRESSION_LOSSES
 
     def __init__(self, loss="squared", kernel="gaussian", sigma="median", lam=1.0, n_components=None,
-                 block_size=DEFAULTS.block_size, tol=DEFAULTS.tol, kkt_tol=DEFAULTS.kkt_tol,
+                 block_size="auto", tol=DEFAULTS.tol, kkt_tol=DEFAULTS.kkt_tol,
                  max_epochs=DEFAULTS.max_epochs, max_time=DEFAULTS.max_time, epsilon=0.1, delta=1.0,
                  device="cpu", dtype="float64", random_state=None, solver_options=None, verbose=DEFAULTS.verbose,
                  fit_intercept=False, intercept_scaling=1.0, cache_size=CACHE_SIZE):
@@ -559,7 +570,7 @@ class JokerClassifier(ClassifierMixin, _JokerBase):
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
-    alpha_, dual_alpha_, coef_, feature_map_, sigma_, dual_gap_, kkt_residual_, primal_, dual_,
+    alpha_, dual_alpha_, coef_, feature_map_, sigma_, block_size_, dual_gap_, kkt_residual_, primal_, dual_,
     dual_objective_, n_epochs_, converged_, history_, fit_time_
         As in :class:`JokerRegressor` (one output per class, or one for binary).
 
@@ -572,7 +583,7 @@ class JokerClassifier(ClassifierMixin, _JokerBase):
     _losses = CLASSIFICATION_LOSSES
 
     def __init__(self, loss="squared_hinge", kernel="gaussian", sigma="median", lam=1.0, n_components=None,
-                 block_size=DEFAULTS.block_size, tol=DEFAULTS.tol, kkt_tol=DEFAULTS.kkt_tol,
+                 block_size="auto", tol=DEFAULTS.tol, kkt_tol=DEFAULTS.kkt_tol,
                  max_epochs=DEFAULTS.max_epochs, max_time=DEFAULTS.max_time, odm_theta=0.1, odm_upsilon=0.5,
                  device="cpu", dtype="float64", random_state=None, solver_options=None,
                  verbose=DEFAULTS.verbose, fit_intercept=False, intercept_scaling=1.0, cache_size=CACHE_SIZE):

@@ -333,13 +333,14 @@ def _run_joker(name, spec, data, *, dtype, max_epochs, verbose):
     if "block_size" in spec:
         kw["block_size"] = spec["block_size"]
     est = Est(**kw)
-    out = {"method": (f"Joker {'RFF M=' + str(kw['n_components']) if kw['n_components'] else 'exact'} "
-                      f"{spec['loss']}, block {est.get_params()['block_size']}, {kw['dtype']}")}
+    out = {}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         t = time.perf_counter()
         est.fit(data["Xtr"], data["ytr"])
         out["fit_s"] = time.perf_counter() - t
+    out["method"] = (f"Joker {'RFF M=' + str(kw['n_components']) if kw['n_components'] else 'exact'} "
+                     f"{spec['loss']}, block {est.block_size_}, {kw['dtype']}")
     out["warnings"] = sorted({f"{w.category.__name__}: {str(w.message)[:120]}" for w in caught})
     t = time.perf_counter()
     pred = np.asarray(est.predict(data["Xte"]))

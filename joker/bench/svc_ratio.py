@@ -119,10 +119,10 @@ def _joker(data, C, loss, max_epochs):
         fit_s = time.perf_counter() - t
     acc = float(np.mean(est.predict(data["Xte"]) == data["yte"]))
     n = len(data["ytr"])
-    steps = int(est.n_epochs_) * math.ceil(n / min(est.block_size, n))
+    steps = int(est.n_epochs_) * math.ceil(n / est.block_size_)
     return dict(method=f"Joker {loss}", fit_s=fit_s, accuracy=acc, epochs=int(est.n_epochs_),
                 gap=float(est.dual_gap_), kkt=float(est.kkt_residual_), converged=bool(est.converged_),
-                ms_per_block=1e3 * fit_s / max(1, steps), block_size=int(est.block_size))
+                ms_per_block=1e3 * fit_s / max(1, steps), block_size=int(est.block_size_))
 
 
 def run(tag, C, *, max_epochs=200):

@@ -9,13 +9,45 @@ import numpy as np
 import pytest
 
 from joker import JokerClassifier, JokerRegressor
-from joker.solver import DEFAULTS, SolverOptions
+from joker.solver import DEFAULTS, HINGE_BLOCK, SolverOptions, auto_block_size
 
 
 @pytest.mark.parametrize("cls", [JokerRegressor, JokerClassifier])
-@pytest.mark.parametrize("knob", ["block_size", "tol", "kkt_tol", "max_epochs", "max_time", "verbose"])
+@pytest.mark.parametrize("knob", ["tol", "kkt_tol", "max_epochs", "max_time", "verbose"])
 def test_estimator_defaults_are_the_solver_defaults(cls, knob):
     assert inspect.signature(cls).parameters[knob].default == getattr(DEFAULTS, knob)
+
+
+@pytest.mark.parametrize("cls", [JokerRegressor, JokerClassifier])
+def test_block_size_default_is_auto(cls):
+    assert inspect.signature(cls).parameters["block_size"].default == "auto"
+
+
+def test_auto_block_size_rule():
+    # issue 13: the hinge loss on the exact kernel (compiled CD on the CPU) gets HINGE_BLOCK, every other case
+    # the solver's default; the estimator records the size it used, clipped to n
+    assert auto_block_size("hinge", True, "cpu") == HINGE_BLOCK == 1024
+    assert auto_block_size("hinge", False, "cpu") == DEFAULTS.block_size == 256
+    assert auto_block_size("squared_hinge", True, "cpu") == 256
+    assert auto_block_size("hinge", True, "meta") == 256  # no compiled solver off the CPU
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((1500, 3))
+    y = X[:, 0] > 0
+    assert JokerClassifier(sigma=1.0, loss="hinge", max_epochs=1).fit(X, y).block_size_ == 1024
+    assert JokerClassifier(sigma=1.0, loss="hinge", max_epochs=1).fit(X[:300], y[:300]).block_size_ == 300
+    assert JokerClassifier(sigma=1.0, loss="squared_hinge", max_epochs=1).fit(X, y).block_size_ == 256
+    assert JokerClassifier(sigma=1.0, loss="hinge", n_components=20, max_epochs=1).fit(X, y).block_size_ == 256
+    assert JokerClassifier(sigma=1.0, loss="hinge", block_size=64, max_epochs=1).fit(X, y).block_size_ == 64
+    # "auto" is not "given": solver_options may set the size
+    m = JokerClassifier(sigma=1.0, loss="hinge", max_epochs=1, solver_options={"block_size": 100}).fit(X, y)
+    assert m.block_size_ == 100 and m.solver_stats_["blocks"] <= 15
+
+
+@pytest.mark.parametrize("bad, err", [("big", TypeError), (0, ValueError), (2.5, TypeError), (True, TypeError)])
+def test_bad_block_size_is_refused(bad, err):
+    X = np.random.default_rng(0).standard_normal((30, 2))
+    with pytest.raises(err, match="block_size"):
+        JokerClassifier(sigma=1.0, block_size=bad).fit(X, X[:, 0] > 0)
 
 
 def test_default_kkt_tol_is_sqrt_tol():
