@@ -13,6 +13,7 @@ exact, block size ``b``::
 
     n b            kernel columns K[:, B] of one block
     n d            the training data
+    n (d + 2)      the augmented rows the row cache computes Gaussian rows from (one GEMM)
     4 n C          alpha, K alpha, y and the gradient (C outputs)
     3 b^2 + b d    K_BB, the block Hessian and CG workspace, X_B
 
@@ -55,7 +56,7 @@ MIN_COMPONENTS = 64
 
 def joker_exact_bytes(n: int, d: int, block: int, dtype_bytes: int, outputs: int = 1) -> int:
     """Working memory of exact Joker, in bytes (module docstring, "exact")."""
-    return int(dtype_bytes * (n * block + n * d + 4 * n * outputs + 3 * block * block + block * d))
+    return int(dtype_bytes * (n * block + n * d + n * (d + 2) + 4 * n * outputs + 3 * block * block + block * d))
 
 
 def joker_inexact_bytes(n: int, d: int, block: int, m: int, dtype_bytes: int, outputs: int = 1) -> int:

@@ -120,6 +120,11 @@ class ExactKernelOperator:
         """Block view: ``.f`` = (K alpha)_B, ``.mv(P)`` = K_BB @ P (lazy)."""
         return _ExactBlock(self, B)
 
+    def begin_epoch(self):
+        """The solver starts an epoch (the row cache's eviction rule, :meth:`KernelRowCache.begin_epoch`)."""
+        if self.cache is not None:
+            self.cache.begin_epoch()
+
     def commit(self, blk, S):
         """Apply alpha_B += S to the state: f += K_{:,B} S (non-zero rows only)."""
         nz = torch.nonzero(S.abs().sum(1) > 0).flatten()
@@ -215,6 +220,9 @@ class RFFOperator:
     def block(self, B):
         """Block view: ``.f`` = Psi_B theta, ``.mv(P)`` = Psi_B Psi_B^T P."""
         return _RFFBlock(self, B)
+
+    def begin_epoch(self):
+        """The solver starts an epoch (nothing to do: no row cache)."""
 
     def commit(self, blk, S):
         """theta += Psi_B^T S."""

@@ -826,6 +826,7 @@ class _Driver:
             run.start_lag(self.epoch - 1, self.now())
         self._accepted, self._skipped = run.stats["accepted"], run.stats["skipped"]
         run.epoch_max_res = 0.0
+        self.op.begin_epoch()
 
     def run_epoch(self, perm):
         """One pass of block steps; stops early when ``max_time`` is spent."""

@@ -57,6 +57,44 @@ def test_block_and_product_read_in_place_equal_the_kernel(monkeypatch, compiled,
     assert cache.misses == 5  # each row computed once (the LRU cache of 6 slots holds all 5)
 
 
+def test_solver_requests_keep_the_rows_of_the_last_two_epochs():
+    # issue 13: add_product (the solver's requests) evicts no row used in the current or the previous epoch;
+    # a missing row without such a slot is computed for the product and not kept (LRU thrashed: 5 % hits)
+    X, cache = _cache(n=10, slots=3)
+    K = kernel_block(X, X, "gaussian", 1.3)
+    f = torch.zeros(10, 1, dtype=torch.float64)
+    want = torch.zeros(10, 1, dtype=torch.float64)
+
+    def epoch(rows):
+        cache.begin_epoch()
+        for i in rows:
+            s = torch.tensor([[float(i + 1)]], dtype=torch.float64)
+            cache.add_product(torch.tensor([i]), s, f)
+            want.add_(K[:, [i]] * float(i + 1))
+
+    epoch([0, 1, 2, 3, 4])  # 0, 1, 2 fill the slots; 3 and 4 are computed and dropped
+    assert (cache.hits, cache.misses) == (0, 5) and sorted(cache.owner.tolist()) == [0, 1, 2]
+    epoch([0, 1, 2, 3, 4])  # 0, 1, 2 are hits; 3, 4 still find no slot (0-2 used in this epoch)
+    assert (cache.hits, cache.misses) == (3, 7) and sorted(cache.owner.tolist()) == [0, 1, 2]
+    epoch([3, 4])  # 0-2 were used in the previous epoch: still kept
+    assert (cache.hits, cache.misses) == (3, 9) and sorted(cache.owner.tolist()) == [0, 1, 2]
+    epoch([4, 3])  # now 0-2 are two epochs old: 4 takes 0's slot, 3 takes 1's (least recently used first)
+    assert (cache.hits, cache.misses) == (3, 11) and sorted(cache.owner.tolist()) == [2, 3, 4]
+    torch.testing.assert_close(f, want, rtol=1e-13, atol=0)
+    torch.testing.assert_close(cache.rows(torch.tensor([4, 3, 2])), K[[4, 3, 2]], rtol=0, atol=1e-14)
+
+
+def test_float32_rows_far_from_the_origin_keep_their_precision():
+    # the cache's one-GEMM Gaussian rows would cancel in float32 here (norms ~1e4, sigma 2): kernel_block's
+    # float64 distances are used instead, and K[i, i] stays 1
+    X64 = torch.randn(30, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(2)) + 100.0
+    X = X64.float()
+    cache = KernelRowCache(X, (X * X).sum(1), "gaussian", 2.0, 0.0, 30)
+    got = cache.rows(torch.arange(30)).double()
+    torch.testing.assert_close(got, kernel_block(X.double(), X.double(), "gaussian", 2.0), rtol=0, atol=1e-6)
+    assert float((got.diagonal() - 1).abs().max()) < 1e-6
+
+
 def test_least_recently_used_row_is_evicted():
     X, cache = _cache(slots=3)
     K = kernel_block(X, X, "gaussian", 1.3)
