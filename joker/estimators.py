@@ -149,7 +149,7 @@ class _JokerBase(BaseEstimator):
         LIBSVM's ``cache_size``): each row of the training kernel is
         computed once and kept while it fits (the whole n x n matrix when
         n^2 * itemsize fits, e.g. 5,000 rows in float64 take 191 MiB;
-        otherwise the least recently used rows give way). 0: no cache.
+        otherwise rows unused for two epochs give way). 0: no cache.
         The cache is released after ``fit``.
     """
 

@@ -1,4 +1,4 @@
-"""A cache of kernel rows with a least-recently-used eviction rule.
+"""A cache of kernel rows: computed once, kept while they are in use.
 
 The exact solver needs, per block B, the block K_BB and, for the update of
 f = K alpha, the kernel rows K[B', :] of the variables that moved

@@ -72,7 +72,7 @@ class ExactKernelOperator:
         0 (or less than one row): no cache, every row is recomputed when
         needed. When all n rows fit, the blocks K_BB are read from the
         cached rows too; otherwise only the rows of moved variables are
-        cached (least recently used rows are evicted).
+        cached (:class:`joker.kernel_cache.KernelRowCache`'s eviction rule).
 
     Attributes
     ----------
