@@ -41,7 +41,37 @@ class ConvergenceWarning(_SkConvergenceWarning):
 _DTYPES = {"float64": torch.float64, "float32": torch.float32}
 # Knobs that are both estimator parameters and SolverOptions fields (defaults: joker.solver.DEFAULTS).
 CACHE_SIZE = 1024
-"""Default ``cache_size`` of the estimators, in MiB (kernel rows of the exact solver)."""
+"""``cache_size="auto"`` of the estimators on data of at least ``CACHE_MIN_FEATURES`` features, in MiB."""
+
+CACHE_MIN_FEATURES = 32
+"""``cache_size="auto"`` keeps no kernel rows on data of fewer features (:func:`auto_cache_size`)."""
+
+
+def auto_cache_size(n_features):
+    """MiB of kernel rows the exact estimators keep under ``cache_size="auto"``.
+
+    ``CACHE_SIZE`` (1,024) when ``n_features >= CACHE_MIN_FEATURES`` (32),
+    else 0: on few features a kernel row (one GEMM of inner size d and an
+    exp, on chunks that stay in the CPU's caches) costs about as much to
+    recompute as to read back from memory, and storing it costs a first
+    write of fresh pages. Measured (issue 13; 2-core machine, tol 1e-3, fit
+    seconds with 1,024 MiB of cache against none): Skin 20,000 x 3 squared
+    hinge C = 1 1.03 / 0.62; 5,000 x 10 KRR 0.39 / 0.21; 5,000 x 20 KLR
+    0.81 / 0.44 and L2-SVC 0.50 / 0.29; ijcnn1 20,000 x 22 hinge C = 10
+    0.85 / 0.67; but a9a 20,000 x 123 squared hinge C = 10 7.9 / 10.3 and
+    digits (64 features) about equal. Set ``cache_size`` to a number to
+    choose.
+
+    Parameters
+    ----------
+    n_features : int
+
+    Returns
+    -------
+    float
+        MiB.
+    """
+    return float(CACHE_SIZE) if n_features >= CACHE_MIN_FEATURES else 0.0
 _SHARED_KNOBS = ("block_size", "tol", "kkt_tol", "max_epochs", "max_time", "verbose")
 
 
@@ -144,9 +174,11 @@ class _JokerBase(BaseEstimator):
         model of the Joker paper (no intercept).
     intercept_scaling : float, default 1.0
         s above (> 0).
-    cache_size : float, default 1024
+    cache_size : float or "auto", default "auto"
         Memory for cached kernel rows, in MiB (exact kernel only; like
-        LIBSVM's ``cache_size``): each row of the training kernel is
+        LIBSVM's ``cache_size``). "auto": 1,024 on data of at least 32
+        features, none on fewer (:func:`joker.estimators.auto_cache_size`;
+        rows of few features are as cheap to recompute). Each row of the training kernel is
         computed once and kept while it fits (the whole n x n matrix when
         n^2 * itemsize fits, e.g. 5,000 rows in float64 take 191 MiB;
         otherwise rows unused for two epochs give way). 0: no cache.
@@ -159,7 +191,7 @@ class _JokerBase(BaseEstimator):
                  block_size="auto", tol=DEFAULTS.tol, kkt_tol=DEFAULTS.kkt_tol,
                  max_epochs=DEFAULTS.max_epochs, max_time=DEFAULTS.max_time, epsilon=0.1, delta=1.0, odm_theta=0.1,
                  odm_upsilon=0.5, device="cpu", dtype="float64", random_state=None, solver_options=None,
-                 verbose=DEFAULTS.verbose, fit_intercept=False, intercept_scaling=1.0, cache_size=CACHE_SIZE):
+                 verbose=DEFAULTS.verbose, fit_intercept=False, intercept_scaling=1.0, cache_size="auto"):
         self.loss = loss
         self.kernel = kernel
         self.sigma = sigma
@@ -233,9 +265,11 @@ class _JokerBase(BaseEstimator):
             raise ValueError(f"intercept_scaling must be a finite number > 0, got {self.intercept_scaling!r}")
         if self.solver_options is not None and not isinstance(self.solver_options, dict):
             raise TypeError("solver_options must be a dict of joker.solver.SolverOptions fields")
-        if isinstance(self.cache_size, bool) or not isinstance(self.cache_size, numbers.Real) \
-                or not (np.isfinite(self.cache_size) and self.cache_size >= 0):
-            raise ValueError(f"cache_size must be a number of MiB >= 0 (0: no cache), got {self.cache_size!r}")
+        if not (isinstance(self.cache_size, str) and self.cache_size == "auto") and (
+                isinstance(self.cache_size, bool) or not isinstance(self.cache_size, numbers.Real)
+                or not (np.isfinite(self.cache_size) and self.cache_size >= 0)):
+            raise ValueError(f"cache_size must be \"auto\" or a number of MiB >= 0 (0: no cache), "
+                             f"got {self.cache_size!r}")
         return make_loss(self.loss, epsilon=self.epsilon, delta=self.delta, odm_theta=self.odm_theta,
                          odm_upsilon=self.odm_upsilon)
 
@@ -267,7 +301,8 @@ class _JokerBase(BaseEstimator):
         the scaled problem and the fitted model is multiplied back.
         """
         t0 = time.perf_counter()
-        for attr in ("alpha_", "dual_alpha_", "coef_", "feature_map_", "X_mean_"):  # nothing of an earlier fit survives
+        # nothing of an earlier fit survives
+        for attr in ("alpha_", "dual_alpha_", "coef_", "feature_map_", "X_mean_", "cache_size_"):
             self.__dict__.pop(attr, None)
         options = self._solver_options()
         self.block_size_ = min(int(options.block_size), int(Y.shape[0]))
@@ -333,8 +368,10 @@ class _JokerBase(BaseEstimator):
         s = float(self.intercept_scaling) if self.fit_intercept else None
         if self.n_components is None:
             self._X_fit = Xt
+            self.cache_size_ = auto_cache_size(Xt.shape[1]) if isinstance(self.cache_size, str) \
+                else float(self.cache_size)
             return ExactKernelOperator(Xt, self.kernel, self.sigma_, n_outputs, offset=0.0 if s is None else s * s,
-                                       cache_bytes=int(self.cache_size * 2**20))
+                                       cache_bytes=int(self.cache_size_ * 2**20))
         self.feature_map_ = RandomFourierFeatures(int(self.n_components), self.kernel, self.sigma_,
                                                   random_state=seed, dtype=Xt.dtype, device=Xt.device).fit(X)
         return RFFOperator(Xt, self.feature_map_, n_outputs, intercept_scaling=s)
@@ -443,6 +480,8 @@ class JokerRegressor(RegressorMixin, _JokerBase):
         Bandwidth used.
     block_size_ : int
         Block size used (``block_size`` resolved and clipped to n_samples).
+    cache_size_ : float
+        MiB of kernel-row cache used (``cache_size`` resolved; exact kernel only).
     dual_gap_ : float
         Relative duality gap (P_c + lam J_c) / P_c at the end, worst output c
         (``docs/certificates.md``).
@@ -486,7 +525,7 @@ class JokerRegressor(RegressorMixin, _JokerBase):
                  block_size="auto", tol=DEFAULTS.tol, kkt_tol=DEFAULTS.kkt_tol,
                  max_epochs=DEFAULTS.max_epochs, max_time=DEFAULTS.max_time, epsilon=0.1, delta=1.0,
                  device="cpu", dtype="float64", random_state=None, solver_options=None, verbose=DEFAULTS.verbose,
-                 fit_intercept=False, intercept_scaling=1.0, cache_size=CACHE_SIZE):
+                 fit_intercept=False, intercept_scaling=1.0, cache_size="auto"):
         super().__init__(loss=loss, kernel=kernel, sigma=sigma, lam=lam, n_components=n_components,
                          block_size=block_size, tol=tol, kkt_tol=kkt_tol, max_epochs=max_epochs,
                          max_time=max_time, epsilon=epsilon, delta=delta, device=device, dtype=dtype,
@@ -570,8 +609,8 @@ class JokerClassifier(ClassifierMixin, _JokerBase):
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
-    alpha_, dual_alpha_, coef_, feature_map_, sigma_, block_size_, dual_gap_, kkt_residual_, primal_, dual_,
-    dual_objective_, n_epochs_, converged_, history_, fit_time_
+    alpha_, dual_alpha_, coef_, feature_map_, sigma_, block_size_, cache_size_, dual_gap_, kkt_residual_, primal_,
+    dual_, dual_objective_, n_epochs_, converged_, history_, fit_time_
         As in :class:`JokerRegressor` (one output per class, or one for binary).
 
     Raises
@@ -586,7 +625,7 @@ class JokerClassifier(ClassifierMixin, _JokerBase):
                  block_size="auto", tol=DEFAULTS.tol, kkt_tol=DEFAULTS.kkt_tol,
                  max_epochs=DEFAULTS.max_epochs, max_time=DEFAULTS.max_time, odm_theta=0.1, odm_upsilon=0.5,
                  device="cpu", dtype="float64", random_state=None, solver_options=None,
-                 verbose=DEFAULTS.verbose, fit_intercept=False, intercept_scaling=1.0, cache_size=CACHE_SIZE):
+                 verbose=DEFAULTS.verbose, fit_intercept=False, intercept_scaling=1.0, cache_size="auto"):
         super().__init__(loss=loss, kernel=kernel, sigma=sigma, lam=lam, n_components=n_components,
                          block_size=block_size, tol=tol, kkt_tol=kkt_tol, max_epochs=max_epochs,
                          max_time=max_time, odm_theta=odm_theta, odm_upsilon=odm_upsilon, device=device,

@@ -126,22 +126,38 @@ def test_one_thread_restores_the_count_after_an_exception():
         assert torch.get_num_threads() == before
 
 
-@pytest.mark.parametrize("cache_size", [0.0, 0.05])  # no cache / a cache of 32 rows of 400 (LRU evicts)
+@pytest.mark.parametrize("cache_size", [0.0, 0.05, "auto"])  # none / 32 rows of 400 / auto (8 features: none)
 def test_cache_gives_the_same_optimum(cache_size):
     X, y = make_classification(n_samples=400, n_features=8, random_state=0)
     kw = dict(loss="hinge", sigma=2.0, lam=0.1, block_size=32, tol=1e-6, max_epochs=500, random_state=0)
-    whole = JokerClassifier(**kw).fit(X, y)  # default 1024 MiB: the whole kernel (1.2 MiB)
+    whole = JokerClassifier(cache_size=1024, **kw).fit(X, y)  # the whole kernel (1.2 MiB)
     other = JokerClassifier(cache_size=cache_size, **kw).fit(X, y)
+    assert whole.cache_size_ == 1024.0 and other.cache_size_ == (0.0 if cache_size == "auto" else cache_size)
     assert whole.converged_ and other.converged_
     assert abs(whole.primal_ - other.primal_) <= 2e-6 * abs(whole.primal_)
     np.testing.assert_allclose(whole.decision_function(X), other.decision_function(X), atol=2e-3)
 
 
-@pytest.mark.parametrize("bad", [-1, float("nan"), "big", True])
+@pytest.mark.parametrize("bad", [-1, float("nan"), "big", True, None])
 def test_bad_cache_size(bad):
     X, y = make_classification(n_samples=30, n_features=3, n_informative=2, n_redundant=0, random_state=0)
-    with pytest.raises(ValueError, match="cache_size must be a number of MiB >= 0"):
+    with pytest.raises(ValueError, match='cache_size must be "auto" or a number of MiB >= 0'):
         JokerClassifier(cache_size=bad).fit(X, y)
+
+
+def test_auto_cache_size_follows_the_number_of_features():
+    # issue 13: rows of few features are as cheap to recompute as to read back; "auto" caches from 32 features
+    from joker.estimators import CACHE_MIN_FEATURES, CACHE_SIZE, auto_cache_size
+
+    assert CACHE_MIN_FEATURES == 32 and CACHE_SIZE == 1024
+    assert auto_cache_size(31) == 0.0 and auto_cache_size(32) == 1024.0
+    rng = np.random.default_rng(0)
+    for d, want in ((31, 0.0), (32, 1024.0)):
+        X = rng.standard_normal((60, d))
+        m = JokerClassifier(sigma=5.0, max_epochs=2).fit(X, X[:, 0] > 0)
+        assert m.cache_size_ == want
+    m = JokerClassifier(sigma=5.0, n_components=16, max_epochs=2).fit(X, X[:, 0] > 0)
+    assert not hasattr(m, "cache_size_")  # random features keep no kernel rows
 
 
 def test_multi_output_solve_computes_each_kernel_row_once():
