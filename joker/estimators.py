@@ -235,7 +235,9 @@ class _JokerBase(BaseEstimator):
             raise ValueError(f"lam must be > 0, got {self.lam!r}")
         for name in ("block_size", "max_epochs"):
             v = getattr(self, name)
-            if name == "block_size" and isinstance(v, str) and v == "auto":
+            if name == "block_size" and isinstance(v, str):
+                if v != "auto":
+                    raise ValueError(f'block_size must be an int >= 1 or "auto", got {v!r}')
                 continue
             if isinstance(v, bool) or not isinstance(v, numbers.Integral):
                 also = ' or "auto"' if name == "block_size" else ""
@@ -343,7 +345,7 @@ class _JokerBase(BaseEstimator):
         for name in _SHARED_KNOBS:
             # a parameter left at the solver's default (joker.solver.DEFAULTS) is not "given":
             # solver_options may then set the knob; two different given values are a conflict
-            given = params[name] != getattr(DEFAULTS, name) and not (name == "block_size" and auto)
+            given = not auto if name == "block_size" else params[name] != getattr(DEFAULTS, name)
             if name in opts and given and opts[name] != params[name]:
                 raise ValueError(f"{name} is given both as a parameter ({params[name]!r}) and in solver_options "
                                  f"({opts[name]!r}); give it once")
@@ -368,10 +370,11 @@ class _JokerBase(BaseEstimator):
         s = float(self.intercept_scaling) if self.fit_intercept else None
         if self.n_components is None:
             self._X_fit = Xt
-            self.cache_size_ = auto_cache_size(Xt.shape[1]) if isinstance(self.cache_size, str) \
-                else float(self.cache_size)
-            return ExactKernelOperator(Xt, self.kernel, self.sigma_, n_outputs, offset=0.0 if s is None else s * s,
-                                       cache_bytes=int(self.cache_size_ * 2**20))
+            mib = auto_cache_size(Xt.shape[1]) if isinstance(self.cache_size, str) else float(self.cache_size)
+            op = ExactKernelOperator(Xt, self.kernel, self.sigma_, n_outputs, offset=0.0 if s is None else s * s,
+                                     cache_bytes=int(mib * 2**20))
+            self.cache_size_ = 0.0 if op.cache is None else op.cache.nbytes / 2**20  # what is held, <= n rows
+            return op
         self.feature_map_ = RandomFourierFeatures(int(self.n_components), self.kernel, self.sigma_,
                                                   random_state=seed, dtype=Xt.dtype, device=Xt.device).fit(X)
         return RFFOperator(Xt, self.feature_map_, n_outputs, intercept_scaling=s)
@@ -481,7 +484,8 @@ class JokerRegressor(RegressorMixin, _JokerBase):
     block_size_ : int
         Block size used (``block_size`` resolved and clipped to n_samples).
     cache_size_ : float
-        MiB of kernel-row cache used (``cache_size`` resolved; exact kernel only).
+        MiB the kernel-row cache holds (``cache_size`` resolved, at most the
+        whole n x n kernel, 0 below one row; exact kernel only).
     dual_gap_ : float
         Relative duality gap (P_c + lam J_c) / P_c at the end, worst output c
         (``docs/certificates.md``).

@@ -222,7 +222,7 @@ class KernelRowCache:
         step = max(1, self.max_entries // max(1, n))
         X, inv_s = self.X, 1.0 / self.sigma
         if self._aug_cols is None and self._one_gemm:  # (n, d + 2): [z / sigma, 1, -||z||^2 / (2 sigma^2)]
-            u = (-0.5 * inv_s * inv_s) * self.sq
+            u = (-0.5 * inv_s * inv_s) * self.sq.to(X.dtype)
             self._aug_cols = torch.cat([X * inv_s, torch.ones_like(u)[:, None], u[:, None]], 1)
         for j in range(0, len(rows), step):
             r = rows[j:j + step]
@@ -272,7 +272,8 @@ class KernelRowCache:
 
         Parameters
         ----------
-        idx : long tensor of shape (k,), distinct, k <= ``slots``
+        idx : long tensor of shape (k,), distinct (any k: rows beyond what
+            the cache may hold are computed for this product only)
         S : tensor of shape (k, C)
         f : tensor of shape (n, C), updated in place
 
@@ -284,8 +285,6 @@ class KernelRowCache:
         k = 1,024). With several outputs the product goes to BLAS on the
         gathered rows, which the loop does not beat.
         """
-        if len(idx) > self.slots:
-            raise ValueError(f"{len(idx)} kernel rows requested at once from a cache of {self.slots}")
         if self.whole:
             slots = self.locate(idx)
         else:

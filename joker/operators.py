@@ -131,7 +131,7 @@ class ExactKernelOperator:
         if len(nz) == 0:
             return
         cols = blk.B[nz]
-        if self.cache is not None and len(cols) <= self.cache.slots:
+        if self.cache is not None:  # (rows beyond what a partial cache may hold are computed for this product)
             # K symmetric: the columns K[:, cols] are the cached rows K[cols, :], transposed.
             # Once cached, gathering them and the product are memory-bound: one thread.
             with one_thread(self.X.device, self.cache.cached(cols)):

@@ -532,7 +532,8 @@ def select(only, quick):
         unknown = [w for w in wanted if not any(n == w or n.startswith(w) for n in PROBLEMS)]
         if unknown:
             raise SystemExit(f"unknown problem(s) {unknown}; known: {', '.join(PROBLEMS)}")
-        names = [n for n in names if any(n == w or n.startswith(w) for w in wanted)]
+        # an exact name selects itself only (ratio-a9a-2k-C1 is also a prefix of ratio-a9a-2k-C10)
+        names = [n for n in names if any(n == w or (w not in PROBLEMS and n.startswith(w)) for w in wanted)]
     out = []
     for n in names:
         for m in (n, OFFICIAL.get(n)):

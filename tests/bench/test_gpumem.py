@@ -148,7 +148,7 @@ def test_too_small_gpu_budget_ends_over_budget_before_the_fit(tmp_path):
     res = {"status": "ok", "reason": "", "metrics": {}}
     trial.run(spec, trial.Progress(tmp_path / "progress.json"), res)
     # the smallest block: halvings of min(gpu_max_block_size, n) = 200, 100, 50, 25 (>= 16)
-    est = 8 * (200 * 25 + 200 * 5 + 4 * 200 + 3 * 25 * 25 + 25 * 5)  # joker_exact_bytes(200, 5, 25, 8)
+    est = 8 * (200 * 25 + 200 * 5 + 200 * 7 + 4 * 200 + 3 * 25 * 25 + 25 * 5)  # joker_exact_bytes(200, 5, 25, 8)
     assert res["status"] == "over_budget"
     assert res["reason"] == (f"joker-exact: budget 'gpu-1k' (0.000977 MiB of GPU memory) cannot hold the smallest setting "
                              f"(estimated {est / MIB:.3g} MiB for n=200, d=5, block_size=25)")

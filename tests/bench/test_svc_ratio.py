@@ -28,3 +28,12 @@ def test_multiclass_miss_names_the_one_vs_rest_difference():
     joker, svc, ovr = _row(0.1, 0.9673), _row(0.02, 0.9798), _row(0.2, 0.9622)
     assert svc_ratio.verdict(joker, svc, ovr) == "MISS (acc -1.25 pt; +0.51 vs one-vs-rest SVC)"
     assert svc_ratio.verdict(_row(0.1, 0.9798), svc, ovr) == "PASS"
+
+
+def test_an_exact_problem_name_selects_itself_only():
+    # ratio-a9a-2k-C1 is also a prefix of ratio-a9a-2k-C10; a prefix that is no name still selects all it starts
+    from joker.bench.solver_bench import select
+
+    assert select(["ratio-a9a-2k-C1"], False) == ["ratio-a9a-2k-C1"]
+    assert select(["ratio-a9a-2k"], False) == ["ratio-a9a-2k-C1", "ratio-a9a-2k-C10"]
+    assert select(["ratio-digits-C1,ratio-a9a-2k-C10"], False) == ["ratio-a9a-2k-C10", "ratio-digits-C1"]

@@ -126,13 +126,15 @@ def test_one_thread_restores_the_count_after_an_exception():
         assert torch.get_num_threads() == before
 
 
-@pytest.mark.parametrize("cache_size", [0.0, 0.05, "auto"])  # none / 32 rows of 400 / auto (8 features: none)
+@pytest.mark.parametrize("cache_size", [0.0, 0.05, "auto"])  # none / 16 rows of 400 / auto (8 features: none)
 def test_cache_gives_the_same_optimum(cache_size):
     X, y = make_classification(n_samples=400, n_features=8, random_state=0)
     kw = dict(loss="hinge", sigma=2.0, lam=0.1, block_size=32, tol=1e-6, max_epochs=500, random_state=0)
     whole = JokerClassifier(cache_size=1024, **kw).fit(X, y)  # the whole kernel (1.2 MiB)
     other = JokerClassifier(cache_size=cache_size, **kw).fit(X, y)
-    assert whole.cache_size_ == 1024.0 and other.cache_size_ == (0.0 if cache_size == "auto" else cache_size)
+    # cache_size_: what the cache holds (the whole kernel: 400 x 400 x 8 bytes; 0.05 MiB: 16 rows of 400)
+    assert whole.cache_size_ == 400 * 400 * 8 / 2**20
+    assert other.cache_size_ == {0.0: 0.0, 0.05: 16 * 400 * 8 / 2**20, "auto": 0.0}[cache_size]
     assert whole.converged_ and other.converged_
     assert abs(whole.primal_ - other.primal_) <= 2e-6 * abs(whole.primal_)
     np.testing.assert_allclose(whole.decision_function(X), other.decision_function(X), atol=2e-3)
@@ -152,7 +154,7 @@ def test_auto_cache_size_follows_the_number_of_features():
     assert CACHE_MIN_FEATURES == 32 and CACHE_SIZE == 1024
     assert auto_cache_size(31) == 0.0 and auto_cache_size(32) == 1024.0
     rng = np.random.default_rng(0)
-    for d, want in ((31, 0.0), (32, 1024.0)):
+    for d, want in ((31, 0.0), (32, 60 * 60 * 8 / 2**20)):  # 1,024 MiB asked; the whole kernel held
         X = rng.standard_normal((60, d))
         m = JokerClassifier(sigma=5.0, max_epochs=2).fit(X, X[:, 0] > 0)
         assert m.cache_size_ == want
@@ -172,3 +174,31 @@ def test_multi_output_solve_computes_each_kernel_row_once():
     res = dbcd_tr(op, make_loss("squared_hinge"), Y, 0.1, SolverOptions(block_size=50, tol=1e-6), seed=0)
     assert res.converged and res.n_epochs >= 3
     assert op.cache.misses == 300  # every row computed exactly once, for all 3 outputs and every epoch
+
+
+def test_a_cache_smaller_than_a_block_still_serves_its_rows():
+    # a block moving more rows than the cache has slots: the cache keeps what it may, computes the rest
+    # (it used to be skipped whole), and the solve is the one without a cache
+    from joker.losses import make_loss
+    from joker.operators import ExactKernelOperator
+    from joker.solver import SolverOptions, dbcd_tr
+
+    X, y = make_classification(n_samples=300, n_features=6, random_state=1)
+    Y = torch.tensor(np.where(y == 1, 1.0, -1.0))[:, None]
+    opts = SolverOptions(block_size=150, tol=1e-8, max_epochs=500)
+    small = ExactKernelOperator(torch.tensor(X), "gaussian", 2.0, 1, cache_bytes=40 * 300 * 8)
+    none = ExactKernelOperator(torch.tensor(X), "gaussian", 2.0, 1, cache_bytes=0)
+    a = dbcd_tr(small, make_loss("hinge"), Y, 0.1, opts, seed=0)
+    b = dbcd_tr(none, make_loss("hinge"), Y, 0.1, opts, seed=0)
+    assert small.cache.slots == 40 and small.cache.hits > 0 and a.converged and b.converged
+    assert abs(a.certificate.primal - b.certificate.primal) <= 1e-7 * abs(b.certificate.primal)
+    torch.testing.assert_close(small.f, none.f, rtol=0, atol=1e-6)
+
+
+def test_cache_rows_with_norms_in_another_dtype():
+    # float32 rows with float64 squared norms (the class is public): the one-GEMM route casts them
+    Xt = torch.randn(20, 3, generator=torch.Generator().manual_seed(3))
+    cache = KernelRowCache(Xt, (Xt * Xt).sum(1).double(), "gaussian", 1.0, 0.0, 20)
+    torch.testing.assert_close(cache.rows(torch.arange(3)).double(),
+                               kernel_block(Xt.double(), Xt.double(), "gaussian", 1.0)[:3], rtol=0, atol=1e-6)
+

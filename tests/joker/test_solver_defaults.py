@@ -38,12 +38,16 @@ def test_auto_block_size_rule():
     assert JokerClassifier(sigma=1.0, loss="squared_hinge", max_epochs=1).fit(X, y).block_size_ == 256
     assert JokerClassifier(sigma=1.0, loss="hinge", n_components=20, max_epochs=1).fit(X, y).block_size_ == 256
     assert JokerClassifier(sigma=1.0, loss="hinge", block_size=64, max_epochs=1).fit(X, y).block_size_ == 64
+    # an explicit 256 (the solver's default) is given: a different solver_options value is a conflict
+    with pytest.raises(ValueError, match="block_size is given both"):
+        JokerClassifier(sigma=1.0, loss="hinge", block_size=256, solver_options={"block_size": 64}).fit(X, y)
     # "auto" is not "given": solver_options may set the size
     m = JokerClassifier(sigma=1.0, loss="hinge", max_epochs=1, solver_options={"block_size": 100}).fit(X, y)
     assert m.block_size_ == 100 and m.solver_stats_["blocks"] <= 15
 
 
-@pytest.mark.parametrize("bad, err", [("big", TypeError), (0, ValueError), (2.5, TypeError), (True, TypeError)])
+@pytest.mark.parametrize("bad, err", [("big", ValueError), ("AUTO", ValueError), (0, ValueError), (2.5, TypeError),
+                                      (True, TypeError), (None, TypeError)])
 def test_bad_block_size_is_refused(bad, err):
     X = np.random.default_rng(0).standard_normal((30, 2))
     with pytest.raises(err, match="block_size"):
