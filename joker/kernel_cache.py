@@ -193,14 +193,17 @@ class KernelRowCache:
         self.stamp[where[where >= 0]] = self.clock  # rows of this request are never evicted by it
         if len(missing):
             self.misses += len(missing)
-            free = torch.topk(self.stamp, len(missing), largest=False).indices  # free (-1) first, then LRU
-            old = self.owner[free]
-            self.slot_of[old[old >= 0]] = -1
-            self.owner[free] = missing
-            self.slot_of[missing] = free
-            self.stamp[free] = self.clock
-            self._fill(free, missing)
+            self._place(torch.topk(self.stamp, len(missing), largest=False).indices, missing)  # free first, then LRU
         return self.slot_of[idx]
+
+    def _place(self, free, rows):
+        """Compute ``rows`` into the slots ``free`` (their former rows leave the cache), stamped now."""
+        old = self.owner[free]
+        self.slot_of[old[old >= 0]] = -1
+        self.owner[free] = rows
+        self.slot_of[rows] = free
+        self.stamp[free] = self.clock
+        self._fill(free, rows)
 
     def _row_chunks(self, rows):
         """Yield (j, K[rows[j:j + step], :]) over chunks of at most ``max_entries`` entries.
@@ -318,13 +321,7 @@ class KernelRowCache:
             cand = torch.topk(self.stamp, min(len(missing), self.slots), largest=False).indices  # free (-1), then LRU
             free = cand[self.stamp[cand] < self.protect_from]  # free slots pass too (protect_from >= 0)
             take, rest = missing[:len(free)], missing[len(free):]
-            rows = idx[take]
-            old = self.owner[free]
-            self.slot_of[old[old >= 0]] = -1
-            self.owner[free] = rows
-            self.slot_of[rows] = free
-            self.stamp[free] = self.clock
-            self._fill(free, rows)
+            self._place(free, idx[take])
             keep = torch.cat([torch.nonzero(held).flatten(), take])
             return self.slot_of[idx[keep]], idx[keep], S[keep], idx[rest], S[rest]
         return where, idx, S, idx[:0], S[:0]
