@@ -230,8 +230,9 @@ class KernelRowCache:
         for j in range(0, len(rows), step):
             r = rows[j:j + step]
             if self._aug_cols is not None:
-                if self._scratch is None:
-                    self._scratch = torch.empty((min(step, self.slots), n), dtype=X.dtype, device=X.device)
+                if self._scratch is None or self._scratch.shape[0] < len(r):  # grows to the largest chunk
+                    rows_kept = max(len(r), min(step, self.slots))
+                    self._scratch = torch.empty((rows_kept, n), dtype=X.dtype, device=X.device)
                 out = self._scratch[:len(r)]
                 a = self._aug_cols[r]  # the rows' own [x / sigma, u, 1]: the last two columns swapped
                 torch.mm(torch.cat([a[:, :-2], a[:, -1:], a[:, -2:-1]], 1), self._aug_cols.T, out=out)

@@ -15,6 +15,12 @@ its own peak. The reaper writes it, with the exit status, to RUSAGE_JSON.
 
 Both processes die with their parent (``PR_SET_PDEATHSIG``): killing the
 sweep never leaves an orphan trial behind. SIGTERM is forwarded to the trial.
+SIGUSR2 is ignored, by the reaper and (inherited through ``fork`` and
+``exec``) by the trial: inside a SLURM job it is the time-limit warning that
+submitit asks SLURM to send ``signal_delay_s`` before the limit, to every
+process of the job. It is meant for the job's harness, which then ends the
+trial and records a timeout; by default action it would kill the trial first,
+and the trial would be recorded as an error ("killed by signal SIGUSR2").
 This file must stay importable without the ``joker`` package.
 """
 
@@ -45,6 +51,7 @@ def _write(path: str, payload: dict) -> None:
 
 def main(argv: list) -> int:
     """Fork/exec the command, wait4 it, write its rusage; return 0."""
+    signal.signal(signal.SIGUSR2, signal.SIG_IGN)  # SLURM's time-limit warning: for the harness
     out, parent = argv[1], int(argv[2])
     cmd = argv[4:] if argv[3] == "--" else argv[3:]
     _die_with_parent()

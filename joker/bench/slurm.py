@@ -30,6 +30,8 @@ STATE_STATUS = {"TIMEOUT": "timeout", "DEADLINE": "timeout", "OUT_OF_MEMORY": "o
 LIVE_STATES = ("PENDING", "RUNNING", "COMPLETING", "CONFIGURING", "REQUEUED", "RESIZING", "SUSPENDED")
 #: Signals with which SLURM ends the processes of a job.
 SLURM_SIGNALS = (signal.SIGTERM, signal.SIGKILL, signal.SIGINT)
+#: The time-limit warning submitit asks SLURM for (``--signal=USR2@signal_delay_s``).
+WARNING_SIGNAL = signal.SIGUSR2
 
 
 def job_label(env: Optional[Mapping[str, str]] = None) -> Optional[str]:
@@ -137,11 +139,18 @@ def slurm_verdict(
     -------
     dict
         ``verdict`` unchanged outside SLURM, for other signals, or when the
-        job is still running; else SLURM's verdict, with the original
-        reason appended.
+        job is still running; ``timeout`` for SIGUSR2, submitit's time-limit
+        warning; else SLURM's verdict, with the original reason appended.
     """
     label = job_label(env)
-    if label is None or killed_by_harness or signum not in SLURM_SIGNALS:
+    if label is None or killed_by_harness:
+        return verdict
+    if signum == WARNING_SIGNAL:  # the reaper ignores it; a trial that died of it still met the limit
+        st = job_state(label)
+        limit = (st or {}).get("timelimit") or "?"
+        return {"status": "timeout", "reason": f"SLURM job {label} reached its time limit ({limit}; "
+                f"its warning signal SIGUSR2 ended the trial); trial: {verdict['reason']}"}
+    if signum not in SLURM_SIGNALS:
         return verdict
     deadline = time.monotonic() + wait_s
     while True:

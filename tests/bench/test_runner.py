@@ -81,3 +81,26 @@ def test_runaway_memory_is_stopped_at_the_kill_limit(tmp_path):
                     limits=Limits(host_kill_bytes=300 * MIB))
     assert out.killed_for == "over_budget", (out.killed_for, out.result)
     assert "kill limit of 300 MiB" in out.kill_reason
+
+
+def test_slurms_time_limit_warning_does_not_kill_the_trial(tmp_path):
+    """Inside a SLURM job, submitit's SIGUSR2 reaches every process of the job; it is
+    for the harness (which records a timeout), so the reaper and the trial ignore it."""
+    import signal
+
+    import psutil
+
+    sent = []
+
+    def warn(elapsed):
+        progress = tmp_path / "t" / "progress.json"
+        if not sent and progress.exists() and json.loads(progress.read_text()).get("phase") == "fit":
+            procs = psutil.Process().children(recursive=True)
+            for p in procs:
+                p.send_signal(signal.SIGUSR2)
+            sent.append(len(procs))
+
+    out = run_trial(_spec(tmp_path, "sleep", seconds=2), tmp_path / "t", timeout_s=30, threads=1,
+                    on_tick=warn)
+    assert sent and sent[0] >= 2  # the reaper and the trial both got it
+    assert out.signal is None and out.result["status"] == "ok", (out.signal, out.result)

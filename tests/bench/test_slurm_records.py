@@ -61,6 +61,15 @@ def test_verdict_stands_outside_slurm_for_other_signals_and_harness_kills(fake_s
     assert slurm.slurm_verdict(SIGTERM_VERDICT, signal.SIGKILL, True, env=JOB, wait_s=0) == SIGTERM_VERDICT
 
 
+def test_time_limit_warning_is_a_timeout(fake_sacct):
+    fake_sacct("RUNNING|None|00:02:00|00:01:31|0:0")
+    usr2 = {"status": "error", "reason": "killed by signal SIGUSR2 (12) (during fit)"}
+    v = slurm.slurm_verdict(usr2, signal.SIGUSR2, False, env=JOB, wait_s=0)
+    assert v == {"status": "timeout", "reason": "SLURM job 41_3 reached its time limit (00:02:00; its warning "
+                 "signal SIGUSR2 ended the trial); trial: killed by signal SIGUSR2 (12) (during fit)"}
+    assert slurm.slurm_verdict(usr2, signal.SIGUSR2, False, env={}, wait_s=0) == usr2  # not in a job
+
+
 def test_running_job_keeps_the_verdict(fake_sacct):
     fake_sacct("RUNNING|None|00:10:00|00:00:42|0:0")
     assert slurm.slurm_verdict(SIGTERM_VERDICT, signal.SIGTERM, False, env=JOB, wait_s=0) == SIGTERM_VERDICT

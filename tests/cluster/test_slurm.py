@@ -118,8 +118,8 @@ def test_cancelled_and_timed_out_jobs_are_recorded_and_the_sweep_goes_on(run_slu
     assert len(runs) == 4 and set(got) == {(m, str(i)) for m in ("_test_ok", "_test_sleep") for i in (0, 1)}
     assert got[("_test_ok", "0")]["status"] == got[("_test_ok", "1")]["status"] == "ok"
     cancelled, timed_out = got[("_test_sleep", "0")], got[("_test_sleep", "1")]
-    assert cancelled["status"] == "error"
+    assert cancelled["status"] == "error", cancelled["reason"]
     assert f"SLURM ended job {array}_2: CANCELLED" in cancelled["reason"], cancelled["reason"]
-    assert timed_out["status"] == "timeout"
+    assert timed_out["status"] == "timeout", timed_out["reason"]
     assert f"SLURM job {array}_3 reached its time limit (00:02:00" in timed_out["reason"], timed_out["reason"]
     assert "store check: 4 trials, one finished record each" in out

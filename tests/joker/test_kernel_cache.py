@@ -126,6 +126,7 @@ def test_one_thread_restores_the_count_after_an_exception():
         assert torch.get_num_threads() == before
 
 
+@pytest.mark.filterwarnings("error::UserWarning")  # e.g. torch resizing a too-small out= buffer
 @pytest.mark.parametrize("cache_size", [0.0, 0.05, "auto"])  # none / 16 rows of 400 / auto (8 features: none)
 def test_cache_gives_the_same_optimum(cache_size):
     X, y = make_classification(n_samples=400, n_features=8, random_state=0)
