@@ -51,7 +51,9 @@ def available(device) -> bool:
     return numba is not None and torch.device(device).type == "cpu"
 
 
-def _cd_loop(Q, g, lo, hi, s, Qs, max_sweeps, rtol, first):
+def _cd_loop(Q, qd, g, lo, hi, s, Qs, max_sweeps, rtol, first):
+    # The model's Hessian is Q + diag(qd): qd (h'' of the logistic loss) is kept aside, so that
+    # the caller need not form K_BB + diag(h'') at every trust-region iteration.
     b = Q.shape[0]
     sweeps = 0
     worst = 0.0
@@ -69,7 +71,7 @@ def _cd_loop(Q, g, lo, hi, s, Qs, max_sweeps, rtol, first):
             pg = abs(gi)
             if pg > worst:
                 worst = pg
-            qii = Q[i, i]
+            qii = Q[i, i] + qd[i]
             if qii > 0.0:
                 new = si - gi / qii
             elif gi > 0.0:
@@ -86,6 +88,7 @@ def _cd_loop(Q, g, lo, hi, s, Qs, max_sweeps, rtol, first):
                 row = Q[i]
                 for j in range(b):  # Q symmetric: row i is column i
                     Qs[j] += d * row[j]
+                Qs[i] += d * qd[i]
         if first < 0.0:
             first = worst
         if worst == 0.0 or worst <= rtol * first:
@@ -196,7 +199,7 @@ def warm_up() -> None:
     if numba is None:
         return
     one = np.ones(1)
-    _kernel()(np.ones((1, 1)), one.copy(), -one, one.copy(), np.zeros(1), np.zeros(1), 1, 0.5, -1.0)
+    _kernel()(np.ones((1, 1)), np.zeros(1), one.copy(), -one, one.copy(), np.zeros(1), np.zeros(1), 1, 0.5, -1.0)
     kernel_cache.warm_up()
     residual, loop = _pq_kernels()
     for kinked in (False, True):
@@ -205,15 +208,16 @@ def warm_up() -> None:
         loop(*args, 1, 0.5, -1.0)
 
 
-def box_qp_cd(g, Q, lo, hi, max_sweeps=100, rtol=1e-3, newton=True):
-    """Coordinate-descent minimiser of g.s + s.Q s / 2 over lo <= s <= hi (one output column).
+def box_qp_cd(g, Q, lo, hi, max_sweeps=100, rtol=1e-3, newton=True, q=None):
+    """Coordinate-descent minimiser of g.s + s.(Q + diag(q)) s / 2 over lo <= s <= hi (one output column).
 
     Parameters
     ----------
     g : CPU tensor of shape (b, 1)
         Gradient of the block objective at the current point.
     Q : CPU tensor of shape (b, b)
-        Symmetric positive semi-definite block Hessian K_BB + diag(h'').
+        Symmetric positive semi-definite block Hessian: K_BB + diag(h''), or
+        K_BB alone with h'' given as ``q``.
     lo, hi : CPU tensors of shape (b, 1)
         Bounds on the step, lo <= 0 <= hi (may be +-inf).
     max_sweeps : int
@@ -231,6 +235,11 @@ def box_qp_cd(g, Q, lo, hi, max_sweeps=100, rtol=1e-3, newton=True):
         logistic loss only, with ``newton=False`` (the piecewise-quadratic
         losses go through :func:`solve_block_pq`, which has its own face
         Newton step).
+    q : CPU tensor of shape (b, 1), optional
+        Diagonal added to ``Q`` (h'' >= 0), kept aside so that ``Q`` (the
+        kernel block) is used in place. Measured on klr-5k (blocks of 256,
+        261 trust-region iterations): forming K_BB + diag(h'') in torch at
+        each took 0.06 s of a 0.53 s fit.
 
     Returns
     -------
@@ -252,13 +261,16 @@ def box_qp_cd(g, Q, lo, hi, max_sweeps=100, rtol=1e-3, newton=True):
     gn = g.detach().reshape(-1).numpy().astype(np.float64)
     lon = lo.detach().reshape(-1).numpy().astype(np.float64)
     hin = hi.detach().reshape(-1).numpy().astype(np.float64)
+    qd = np.zeros_like(gn) if q is None else q.detach().reshape(-1).numpy().astype(np.float64)
+    if newton and q is not None:  # the face Newton step reads the whole Hessian
+        Qn, qd = Qn + np.diag(qd), np.zeros_like(gn)
     s = np.zeros_like(gn)
     Qs = np.zeros_like(gn)
     loop = _kernel()
     used, first = 0, -1.0
     while True:
         cap = min(CHUNK, int(max_sweeps) - used) if newton else int(max_sweeps) - used
-        n, worst, first = loop(Qn, gn, lon, hin, s, Qs, cap, float(rtol), first)
+        n, worst, first = loop(Qn, qd, gn, lon, hin, s, Qs, cap, float(rtol), first)
         used += n
         if worst == 0.0 or worst <= rtol * first or used >= max_sweeps:
             break

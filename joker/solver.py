@@ -644,9 +644,9 @@ class _Run:
                 break
             radius = self.radius[c]
             if self.use_cd:  # the logistic loss (box_qp_cd: no Newton, the trust box cuts it); inf-norm region
-                S, pred, n_cg = block_cd.box_qp_cd(g, _block_hessian(blk, q), torch.clamp(lo_e - a, min=-radius),
+                S, pred, n_cg = block_cd.box_qp_cd(g, blk.K, torch.clamp(lo_e - a, min=-radius),
                                                    torch.clamp(hi_e - a, max=radius), max_sweeps=budget,
-                                                   rtol=opts.cg_rtol, newton=False)
+                                                   rtol=opts.cg_rtol, newton=False, q=_bc(q, g))
             else:
                 S, pred, n_cg = box_tr_cg(g, _block_hessian(blk, q), lo_e - a, hi_e - a, radius=radius,
                                           max_iter=budget, rtol=opts.cg_rtol, max_restarts=opts.max_restarts)
