@@ -10,11 +10,27 @@ built from them says so.
 
 Two ratios, official time over ours, with the targets of issue 13:
 
-* per epoch: (official seconds per epoch) / (Joker fit seconds / Joker
-  epochs), target at least 10x; the official epoch time is that of its
-  first 100 blocks (one epoch for HEPC);
 * to a relative gap of 1e-3: (official seconds to a gap of 1e-3) / (Joker
-  fit seconds, tol 1e-3), target at least 20x.
+  seconds to a gap of 1e-3), target at least 20x. Both are timed by the
+  same rule: the solver's own time until the first certificate whose gap
+  is at most 1e-3 (the official code: after a chunk of 100 blocks; Joker:
+  after an epoch, from its ``history_``). Joker's own stopping rule also
+  asks for a KKT residual of at most sqrt(tol), which the official code's
+  timing does not; its full fit time is reported beside;
+* per epoch: (official seconds per epoch) / (Joker fit seconds / Joker
+  epochs). Its target of at least 10x is judged on the HEPC random-feature
+  epoch, where issue 13 sets it (at most 1.6 s per epoch); on the
+  5,000-point problems it is shown for information: an epoch of either
+  solver is a different amount of work (the official code runs up to 50
+  trust-region iterations per block of 512), so the time to the same gap
+  is the comparison there.
+
+Both solvers run at the same precision: the official code in float32 (its
+settings, :data:`joker.bench.official_joker.SETTINGS`), and for this table
+Joker too (``matched``: a second fit of the problem in the official
+dtype; the anchor rows keep float64, whose optima ``docs/anchors.md``
+gives). Where no matched fit exists (results of older runs), Joker's own
+fit is used.
 
 Where the anchors give a range (KRR: 0.69-0.79 s) the ratio uses its low
 end, the official code at its fastest.
@@ -23,7 +39,7 @@ end, the official code at its fastest.
 from __future__ import annotations
 
 __all__ = ["OFFICIAL_ANCHORS", "PER_EPOCH_TARGET", "TO_GAP_TARGET", "ANCHOR_LABEL", "figures", "anchor_figures",
-           "ratios", "verdict", "table"]
+           "to_gap_seconds", "compared", "ratios", "verdict", "table"]
 
 #: The official code on the comparison problems (docs/anchors.md, corrected figures).
 #: ``blocks_s``: (low, high) seconds for ``blocks`` blocks; ``epochs``: the epochs those blocks make;
@@ -98,13 +114,61 @@ def figures(name, official):
                 first_text=f"{official['first_s']:.2f}", load=official.get("load_1min"))
 
 
+def to_gap_seconds(history, tol=1e-3):
+    """Seconds to the first certificate whose relative gap is at most ``tol``, or None.
+
+    Parameters
+    ----------
+    history : list of dict
+        A solver's certificates in order (Joker's ``history_``: ``seconds``
+        since the solve began, ``gap``).
+    tol : float
+        The gap both solvers are timed to (:data:`joker.bench.official_joker.GAP_TOL`).
+
+    Returns
+    -------
+    float or None
+    """
+    for row in history or ():
+        if row.get("gap") is not None and float(row["gap"]) <= tol:
+            return float(row["seconds"])
+    return None
+
+
+def compared(joker):
+    """The Joker fit the official code is compared with: the precision-matched one when it ran.
+
+    Parameters
+    ----------
+    joker : dict or None
+        Our result; its ``matched`` entry (a fit in the official code's dtype), when present, is used.
+
+    Returns
+    -------
+    dict or None
+        ``status, fit_s, epochs, gap, to_gap_s, dtype`` (``to_gap_s`` from the history; the fit time
+        when a result has no history and its gap is at most 1e-3).
+    """
+    if joker is None or joker.get("status") != "ok":
+        return None
+    j = joker.get("matched") or joker
+    to_gap = j.get("to_gap_s")
+    if to_gap is None and "history" in j:
+        to_gap = to_gap_seconds(j["history"])
+    if to_gap is None and "history" not in j and j.get("gap", 1.0) <= 1e-3:
+        to_gap = j.get("fit_s")
+    return dict(status="ok", fit_s=j.get("fit_s"), epochs=j.get("epochs"), gap=j.get("gap"), to_gap_s=to_gap,
+                dtype=j.get("dtype", joker.get("dtype")))
+
+
 def ratios(joker, fig):
     """Per-epoch and time-to-1e-3 ratios (official / Joker); None where a figure is missing.
 
     Parameters
     ----------
     joker : dict or None
-        Our result (``fit_s``, ``epochs``, ``gap``, ``status``).
+        Our result (``fit_s``, ``epochs``, ``gap``, ``status``, optionally ``history``,
+        ``to_gap_s`` and ``matched``; see :func:`compared`).
     fig : dict
         :func:`figures`.
 
@@ -114,13 +178,14 @@ def ratios(joker, fig):
         ``to_gap`` is None unless Joker reached a gap of 1e-3 and the official time to it is known;
         ``lower`` is True when ``to_gap`` is only a lower bound (the official code stopped short of 1e-3).
     """
-    if joker is None or joker.get("status") != "ok" or not joker.get("fit_s"):
+    j = compared(joker)
+    if j is None or not j.get("fit_s"):
         return None, None, False
-    per_epoch = fig["s_per_epoch"] / (joker["fit_s"] / max(1, joker["epochs"]))
+    per_epoch = fig["s_per_epoch"] / (j["fit_s"] / max(1, j["epochs"]))
     official_s = fig["to_gap_s"] or fig.get("to_gap_at_least")
-    if not official_s or joker["gap"] > 1e-3:
+    if not official_s or not j["to_gap_s"]:
         return per_epoch, None, False
-    return per_epoch, official_s / joker["fit_s"], not fig["to_gap_s"]
+    return per_epoch, official_s / j["to_gap_s"], not fig["to_gap_s"]
 
 
 def _verdict_one(ratio, target, lower=False):
@@ -132,11 +197,11 @@ def _verdict_one(ratio, target, lower=False):
 
 
 def verdict(joker, fig):
-    """One-line verdict of a Joker problem against the official figures (targets 10x / 20x)."""
+    """One-line verdict of a 5,000-point problem against the official figures (to 1e-3: target 20x)."""
     per_epoch, to_gap, lower = ratios(joker, fig)
-    return (f"per epoch {_verdict_one(per_epoch, PER_EPOCH_TARGET)} (>= {PER_EPOCH_TARGET:g}x), "
-            f"to 1e-3 {_verdict_one(to_gap, TO_GAP_TARGET, lower)} (>= {TO_GAP_TARGET:g}x); "
-            f"official: {fig['source']}")
+    j = compared(joker) or {}
+    return (f"to 1e-3 {_verdict_one(to_gap, TO_GAP_TARGET, lower)} (>= {TO_GAP_TARGET:g}x, Joker "
+            f"{j.get('dtype') or '?'}); per epoch {_f(per_epoch, '.1f')}x (information); official: {fig['source']}")
 
 
 def _f(x, spec):
@@ -160,8 +225,8 @@ def table(results, counterpart):
     """
     by_name = {r["problem"]: r for r in results}
     headers = ["problem", "official: source", "official first blocks s (epochs)", "official gap then",
-               "official s/epoch", "official to 1e-3 s", "official metric", "Joker fit s (epochs)",
-               "Joker s/epoch", "Joker gap", f"per-epoch ratio (>= {PER_EPOCH_TARGET:g}x)",
+               "official s/epoch", "official to 1e-3 s", "official metric", "Joker dtype", "Joker to 1e-3 s",
+               "Joker fit s (epochs)", "Joker s/epoch", "Joker gap", "per-epoch ratio",
                f"to-1e-3 ratio (>= {TO_GAP_TARGET:g}x)", "load at start (Joker / official)"]
     rows = []
     for name in OFFICIAL_ANCHORS:
@@ -180,15 +245,19 @@ def table(results, counterpart):
         else:
             to_gap_text = _f(fig["to_gap_s"], ".1f") if fig["to_gap_s"] else "not measured"
             metric_text = ""
-        ok = joker is not None and joker.get("status") == "ok"
+        j = compared(joker)
+        ok = j is not None
+        epoch_target = PER_EPOCH_TARGET if name.startswith("hepc") else None  # issue 13 sets it on HEPC
         rows.append([
             name, fig["source"], f"{fig['first_text']} ({fig['epochs_first']:.1f})",
             _f(fig["first_gap"], ".1e") + (" (ours)" if measured else ""), _f(fig["s_per_epoch"], ".3f"),
-            to_gap_text, metric_text,
-            f"{joker['fit_s']:.2f} ({joker['epochs']})" if ok else (joker or {}).get("status", "not run"),
-            _f(joker["fit_s"] / max(1, joker["epochs"]), ".3f") if ok else "-",
-            _f(joker["gap"], ".1e") if ok else "-",
-            _verdict_one(per_epoch, PER_EPOCH_TARGET), _verdict_one(to_gap, TO_GAP_TARGET, lower),
+            to_gap_text, metric_text, (j or {}).get("dtype") or "-",
+            _f(j["to_gap_s"], ".2f") if ok else "-",
+            f"{j['fit_s']:.2f} ({j['epochs']})" if ok else (joker or {}).get("status", "not run"),
+            _f(j["fit_s"] / max(1, j["epochs"]), ".3f") if ok else "-",
+            _f(j["gap"], ".1e") if ok else "-",
+            _verdict_one(per_epoch, epoch_target) if epoch_target else f"{_f(per_epoch, '.1f')}x",
+            _verdict_one(to_gap, TO_GAP_TARGET, lower),
             f"{_f((joker or {}).get('load_1min'), '.1f')} / {_f(fig['load'], '.1f')}",
         ])
     return headers, rows

@@ -11,8 +11,12 @@ Problems
 --------
 5k problems (anchors.md, "The official Joker implementation on 5,000 points"):
     ``krr-5k``, ``l2svc-5k``, ``klr-5k``, ``rffkrr-5k`` -- time to a relative
-    gap of 1e-3 against the official implementation: targets at least 10x
-    faster per epoch and at least 20x faster to a gap of 1e-3 (issue 13).
+    gap of 1e-3 against the official implementation: target at least 20x
+    faster to a gap of 1e-3 (issue 13), both timed to their first
+    certificate at that gap and at the same precision (the official code's
+    float32: a second, precision-matched Joker fit); the per-epoch ratio is
+    shown, its 10x target judged on ``hepc-rff2048``
+    (:mod:`joker.bench.official_compare`).
 The official code (issue 13, :mod:`joker.bench.official_joker`):
     ``official-krr-5k``, ``official-l2svc-5k``, ``official-klr-5k``,
     ``official-rffkrr-5k``, ``official-hepc-rff2048`` (one epoch). Each comes
@@ -350,14 +354,41 @@ def _run_joker(name, spec, data, *, dtype, max_epochs, verbose):
     else:
         out["metric"] = ("accuracy", float(np.mean(pred == data["yte"])))
     out["predict_s"] = time.perf_counter() - t
-    out.update(
-        fit_time_=float(est.fit_time_), epochs=int(est.n_epochs_), gap=float(est.dual_gap_),
-        kkt=float(est.kkt_residual_), converged=bool(est.converged_), primal=float(est.primal_),
-        dual=float(est.dual_),
-        history=[{k: (float(v) if isinstance(v, (int, float, np.floating, np.integer)) else str(v))
-                  for k, v in row.items()} for row in est.history_],
-    )
+    out.update(_fit_facts(est), dtype=kw["dtype"])
+    matched = official_joker.SETTINGS["dtype"]
+    if spec["group"] == "5k" and kw["dtype"] != matched:
+        out["matched"] = _matched_fit(Est, {**kw, "dtype": matched}, data)
     return out
+
+
+def _fit_facts(est):
+    """Epochs, certificate, history and time to a gap of 1e-3 of a fitted estimator (JSON-ready)."""
+    import numpy as np
+
+    history = [{k: (float(v) if isinstance(v, (int, float, np.floating, np.integer)) else str(v))
+                for k, v in row.items()} for row in est.history_]
+    return dict(fit_time_=float(est.fit_time_), epochs=int(est.n_epochs_), gap=float(est.dual_gap_),
+                kkt=float(est.kkt_residual_), converged=bool(est.converged_), primal=float(est.primal_),
+                dual=float(est.dual_), history=history,
+                to_gap_s=official_compare.to_gap_seconds(history, official_joker.GAP_TOL))
+
+
+def _matched_fit(Est, kw, data):
+    """The same fit in the official code's dtype (:mod:`joker.bench.official_compare`'s side-by-side table).
+
+    A small untimed fit first loads the compiled loops of that dtype, as
+    :func:`joker.block_cd.warm_up` does for the main fit.
+    """
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        Est(**{**kw, "max_epochs": 2}).fit(data["Xtr"][:300], data["ytr"][:300])
+        est = Est(**kw)
+        t = time.perf_counter()
+        est.fit(data["Xtr"], data["ytr"])
+        fit_s = time.perf_counter() - t
+    return dict(fit_s=fit_s, dtype=kw["dtype"], **_fit_facts(est))
 
 
 # --------------------------------------------------------------------------
@@ -437,12 +468,15 @@ def judge(res, svc, official=None):
         to_gap = (f"{res['to_gap_s']:.2f} s" if res["to_gap_s"] is not None
                   else f"not reached in {res['blocks']} blocks")
         return f"{res['blocks_first']} blocks in {res['first_s']:.2f} s (gap {res['first_gap']:.1e}); to 1e-3: {to_gap}"
-    if PROBLEMS[name]["group"] == "5k":
+    if PROBLEMS[name]["group"] == "5k":  # issue 13's 20x to a gap of 1e-3, at the official code's precision
         fig = official_compare.figures(name, official)
-        per_epoch, to_gap, lower = official_compare.ratios(res, fig)
-        ok_epoch = res["gap"] <= 1e-3 and per_epoch >= official_compare.PER_EPOCH_TARGET
-        ok_gap = to_gap is None or to_gap >= official_compare.TO_GAP_TARGET
-        word = "PASS" if ok_epoch and ok_gap else ("UNDECIDED" if ok_epoch and lower else "MISS")
+        _, to_gap, lower = official_compare.ratios(res, fig)
+        if res["gap"] > 1e-3 or to_gap is None:
+            word = "MISS" if res["gap"] > 1e-3 else "NO OFFICIAL TIME"
+        elif to_gap >= official_compare.TO_GAP_TARGET:
+            word = "PASS"
+        else:
+            word = "UNDECIDED" if lower else "MISS"
         return f"{word}: {official_compare.verdict(res, fig)}"
     if name == "ijcnn1-l1svc":
         if svc is None or svc.get("status") != "ok":

@@ -75,6 +75,27 @@ def test_ratios_and_targets():
     assert official_compare._verdict_one(5.0, 20.0, lower=True) == "> 5.0x undecided"
 
 
+def test_both_solvers_are_timed_to_their_first_certificate_at_1e3_and_the_same_precision():
+    history = [dict(epoch=0, seconds=0.0, gap=1.0), dict(epoch=1, seconds=0.1, gap=2e-2),
+               dict(epoch=2, seconds=0.2, gap=8e-4), dict(epoch=3, seconds=0.3, gap=1e-5)]
+    assert official_compare.to_gap_seconds(history) == 0.2  # not the fit's end (KKT asked for one more epoch)
+    assert official_compare.to_gap_seconds(history[:2]) is None
+    assert official_compare.to_gap_seconds(history, tol=1e-5) == 0.3
+    matched = dict(fit_s=0.25, epochs=3, gap=1e-5, dtype="float32", history=[dict(seconds=0.15, gap=5e-4)])
+    joker = dict(status="ok", fit_s=0.4, epochs=3, gap=1e-5, dtype="float64", history=history, matched=matched)
+    fig = official_compare.anchor_figures("l2svc-5k")  # 10.3 s to 1e-3, 3.47 s per 10 epochs
+    per_epoch, to_gap, lower = official_compare.ratios(joker, fig)
+    assert to_gap == pytest.approx(10.3 / 0.15) and not lower  # the float32 fit, to its first gap <= 1e-3
+    assert per_epoch == pytest.approx(0.347 / (0.25 / 3))
+    del joker["matched"]
+    assert official_compare.ratios(joker, fig)[1] == pytest.approx(10.3 / 0.2)
+    res = dict(joker, problem="l2svc-5k", gap=1e-5)
+    assert solver_bench.judge(res, None).startswith("PASS: to 1e-3 51.5x PASS (>= 20x, Joker float64)")
+    slow = dict(res, history=[dict(seconds=0.6, gap=5e-4)])
+    assert solver_bench.judge(slow, None).startswith("MISS: to 1e-3 17.2x MISS")
+    assert solver_bench.judge(dict(res, gap=2e-3, history=[]), None).startswith("MISS")
+
+
 def test_without_root_the_official_rows_are_anchors(monkeypatch, capsys):
     monkeypatch.delenv(official_joker.ENV, raising=False)
     monkeypatch.setattr(solver_bench, "spawn", lambda *a, **k: pytest.fail("nothing is spawned for anchors"))
