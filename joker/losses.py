@@ -66,6 +66,12 @@ class Loss:
         Degree p of homogeneity in the targets: loss(c y, c u) = c^p loss(y, u)
         when the loss's own thresholds scale with the targets (:meth:`scaled`);
         None for the classification losses, whose labels are +-1.
+    absent_label : bool
+        True when a label 0 means "this row is not part of this output's
+        problem" (one-vs-one coding, :class:`joker.estimators.JokerClassifier`
+        with ``multi_class="ovo"``): its loss is 0 and its dual variable is
+        held at 0 by the box [0, 0], so h(0) = 0 and it adds nothing to P,
+        J or the KKT residual. Hinge and squared hinge.
     """
 
     name = "loss"
@@ -73,6 +79,7 @@ class Loss:
     quadratic = True
     greedy_blocks = False
     target_degree = None
+    absent_label = False
 
     def primal(self, y, u):
         """Primal loss values ``loss(y, u)``.
@@ -280,21 +287,23 @@ class EpsilonInsensitiveLoss(PiecewiseQuadraticLoss):
 class HingeLoss(PiecewiseQuadraticLoss):
     """Hinge loss ``max(0, 1 - y u)`` (L1-SVC).
 
-    h(a) = -y a, box 0 <= y a <= 1/lam (docs/dual.md s.2).
+    h(a) = -y a, box 0 <= y a <= 1/lam (docs/dual.md s.2). A label 0 is an
+    absent row (:attr:`Loss.absent_label`): loss 0, box [0, 0].
     """
 
     name = "hinge"
     greedy_blocks = True  # greedy working sets polish the last violators (SolverOptions.selection)
+    absent_label = True
 
     def primal(self, y, u):
-        return torch.clamp(1.0 - y * u, min=0.0)
+        return torch.clamp(1.0 - y * u, min=0.0) * (y != 0)
 
     def pieces(self, y, lam):
         return -y, 0.0, -y, 0.0
 
     def box(self, y, lam):
         c = 1.0 / lam
-        lo = torch.where(y > 0, torch.zeros_like(y), -c * torch.ones_like(y))
+        lo = torch.where(y < 0, -c * torch.ones_like(y), torch.zeros_like(y))
         hi = torch.where(y > 0, c * torch.ones_like(y), torch.zeros_like(y))
         return lo, hi
 
@@ -302,13 +311,15 @@ class HingeLoss(PiecewiseQuadraticLoss):
 class SquaredHingeLoss(PiecewiseQuadraticLoss):
     """Squared hinge loss ``max(0, 1 - y u)^2 / 2`` (L2-SVC).
 
-    h(a) = lam a^2 / 2 - y a, box y a >= 0 (docs/dual.md s.2).
+    h(a) = lam a^2 / 2 - y a, box y a >= 0 (docs/dual.md s.2). A label 0 is
+    an absent row (:attr:`Loss.absent_label`): loss 0, box [0, 0].
     """
 
     name = "squared_hinge"
+    absent_label = True
 
     def primal(self, y, u):
-        return 0.5 * torch.clamp(1.0 - y * u, min=0.0) ** 2
+        return 0.5 * torch.clamp(1.0 - y * u, min=0.0) ** 2 * (y != 0)
 
     def pieces(self, y, lam):
         return -y, lam, -y, lam
@@ -316,7 +327,7 @@ class SquaredHingeLoss(PiecewiseQuadraticLoss):
     def box(self, y, lam):
         inf = torch.full_like(y, math.inf)
         zero = torch.zeros_like(y)
-        return torch.where(y > 0, zero, -inf), torch.where(y > 0, inf, zero)
+        return torch.where(y < 0, -inf, zero), torch.where(y > 0, inf, zero)
 
 
 class ODMLoss(PiecewiseQuadraticLoss):

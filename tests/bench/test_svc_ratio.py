@@ -37,3 +37,11 @@ def test_an_exact_problem_name_selects_itself_only():
     assert select(["ratio-a9a-2k-C1"], False) == ["ratio-a9a-2k-C1"]
     assert select(["ratio-a9a-2k"], False) == ["ratio-a9a-2k-C1", "ratio-a9a-2k-C10"]
     assert select(["ratio-digits-C1,ratio-a9a-2k-C10"], False) == ["ratio-a9a-2k-C10", "ratio-digits-C1"]
+
+
+def test_one_vs_rest_rows_of_a_multiclass_set_are_information():
+    # the judged rows fit SVC's decomposition (one-vs-one); one-vs-rest is shown against both SVCs
+    joker, svc, ovr = _row(0.1, 0.9849), _row(0.02, 0.9899), _row(0.2, 0.9899)
+    assert svc_ratio.info_one_vs_rest(joker, svc, ovr) == (
+        "info: one-vs-rest (the default), acc -0.50 pt vs SVC, -0.50 vs one-vs-rest SVC")
+    assert svc_ratio.info_one_vs_rest(_row(0.1, 0.99, converged=False), svc, ovr).endswith(", not converged")
