@@ -128,8 +128,9 @@ class _JokerBase(BaseEstimator):
     block_size : int or "auto", default "auto"
         Block size |B| >= 1 (clipped to n_samples). "auto":
         :func:`joker.solver.auto_block_size` (1,024 for the hinge loss on
-        the exact kernel on the CPU, 256 otherwise); the size used is
-        ``block_size_`` after ``fit``.
+        the exact kernel on the CPU, and for the squared hinge there with
+        ``multi_class="ovo"`` and more than two classes; 256 otherwise); the
+        size used is ``block_size_`` after ``fit``.
     tol : float
         Target relative duality gap (P + lam J) / P of every output
         (``docs/certificates.md``).
@@ -303,8 +304,8 @@ class _JokerBase(BaseEstimator):
         the scaled problem and the fitted model is multiplied back.
         """
         t0 = time.perf_counter()
-        # nothing of an earlier fit survives
-        for attr in ("alpha_", "dual_alpha_", "coef_", "feature_map_", "X_mean_", "cache_size_"):
+        # nothing of an earlier fit survives (without n_epochs_ a fit that fails leaves the estimator unfitted)
+        for attr in ("alpha_", "dual_alpha_", "coef_", "feature_map_", "X_mean_", "cache_size_", "n_epochs_"):
             self.__dict__.pop(attr, None)
         options = self._solver_options()
         self.block_size_ = min(int(options.block_size), int(Y.shape[0]))
@@ -618,10 +619,16 @@ class JokerClassifier(ClassifierMixin, _JokerBase):
         All pairs share one kernel pass. ``decision_function`` then returns
         scikit-learn's one-vs-one votes plus bounded confidences, shape
         (n_samples, n_classes), as SVC's default ``decision_function_shape="ovr"``;
-        ``predict`` takes their argmax. Measured on the digits (1,400
-        training rows, 10 classes): one-vs-one matches SVC's test accuracy
-        at C = 1 and 10 (97.98 % and 98.99 %), one-vs-rest scores 96.73 %
-        and 98.49 % (hinge), as LIBSVM's own one-vs-rest does at C = 1 (96.22 %).
+        ``predict`` takes their argmax; ``alpha_`` (and ``alpha0``) has one
+        column per pair. Measured on the digits (1,400 training rows, 10
+        classes, hinge): one-vs-one scores 97.73 % and 98.99 % at C = 1 and
+        10, SVC 97.98 % and 98.99 %; one-vs-rest 96.73 % and 98.49 %, as
+        LIBSVM's own one-vs-rest is low at C = 1 (96.22 %). Cost: every pair
+        is an output over all n rows (alpha, f: n x n_classes (n_classes - 1) / 2),
+        although a pair's problem has only its two classes' rows; LIBSVM's
+        work grows with the pairs' sizes instead. Measured (2,000 rows,
+        10 features): 50 classes (1,225 pairs) 2-3.5 s and +0.5 GB, 100
+        classes 21 s and +1.3 GB, SVC 0.3 s. With many classes prefer "ovr".
     **others
         See :class:`JokerRegressor` (the same shared parameters) and
         ``odm_theta``, ``odm_upsilon``.
@@ -697,23 +704,24 @@ class JokerClassifier(ClassifierMixin, _JokerBase):
                 y = y.detach().cpu().numpy()
             X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
         check_classification_targets(y)
-        self.classes_, y_idx = np.unique(y, return_inverse=True)
-        if len(self.classes_) < 2:
+        classes, y_idx = np.unique(y, return_inverse=True)
+        k = len(classes)
+        if k < 2:
             raise ValueError(f"JokerClassifier needs samples of at least 2 classes in the data, but the data "
-                             f"contains only one class: {self.classes_[0].item() if hasattr(self.classes_[0], 'item') else self.classes_[0]!r}")
-        k = len(self.classes_)
-        self._ovo = self.multi_class == "ovo" and k > 2
-        if len(self.classes_) == 2:
+                             f"contains only one class: {classes[0].item() if hasattr(classes[0], 'item') else classes[0]!r}")
+        ovo = self.multi_class == "ovo" and k > 2
+        if ovo and not loss.absent_label:
+            raise ValueError(f'multi_class="ovo" needs loss "hinge" or "squared_hinge" (a label 0 leaves a row '
+                             f'out of a pair), got loss={self.loss!r}; use multi_class="ovr"')
+        if k == 2:
             Y = np.where(y_idx == 1, 1.0, -1.0)[:, None]
-        elif self._ovo:
-            if not loss.absent_label:
-                raise ValueError(f'multi_class="ovo" needs loss "hinge" or "squared_hinge" (a label 0 leaves a row '
-                                 f'out of a pair), got loss={self.loss!r}; use multi_class="ovr"')
+        elif ovo:
             i, j = np.triu_indices(k, 1)  # the pairs in scikit-learn's (and LIBSVM's) order
             Y = (y_idx[:, None] == j[None, :]).astype(np.float64) - (y_idx[:, None] == i[None, :])
         else:
-            Y = np.where(y_idx[:, None] == np.arange(len(self.classes_))[None, :], 1.0, -1.0)
-        self._single_output = True
+            Y = np.where(y_idx[:, None] == np.arange(k)[None, :], 1.0, -1.0)
+        # from here on the earlier fit is gone: _solve leaves the estimator unfitted if it fails
+        self.classes_, self._ovo, self._single_output = classes, ovo, True
         return self._solve(X, self._torch(Y), loss, alpha0)
 
     def decision_function(self, X):

@@ -49,7 +49,7 @@ import torch
 
 from . import block_cd
 from .certificates import certify, gradient_residuals
-from .intraop import serial_below
+from .intraop import one_thread, serial_below
 from .trust_region import box_tr_cg
 
 __all__ = ["SolverOptions", "SolveResult", "dbcd_tr", "DEFAULTS", "auto_block_size", "warn_not_converged"]
@@ -689,8 +689,9 @@ class _Run:
 
     def certificate(self):
         """Certificate of the current iterate (exact: O(nC); random features: one feature pass)."""
-        if self.op.maintains_decision:
-            return certify(self.loss, self.alpha, self.op.decision(), self.Y, self.lam, self.sq_norms())
+        if self.op.maintains_decision:  # elementwise passes over (n, C): memory-bound, one thread (joker.intraop)
+            with one_thread(self.alpha.device):
+                return certify(self.loss, self.alpha, self.op.decision(), self.Y, self.lam, self.sq_norms())
         f, sq_dual = self.op.certificate_pass(self.alpha)
         return certify(self.loss, self.alpha, f, self.Y, self.lam, self.sq_norms(), sq_dual)
 
@@ -816,7 +817,8 @@ class _Driver:
         held = (a <= run.lo) | (a >= run.hi)  # at a bound (or at the kink of SVR / ODM)
         if run.loss.kinked:
             held |= a == 0
-        moves = (gradient_residuals(run.loss, a, self.op.f, run.Y, run.lam) > 0) | ~held
+        with one_thread(a.device):  # elementwise over (n, C), as the certificate
+            moves = (gradient_residuals(run.loss, a, self.op.f, run.Y, run.lam) > 0) | ~held
         keep = perm[moves.any(1)[perm]]
         run.epoch_blocks = -(-len(keep) // run.bs)
         run.stats["active_rows"] = run.stats.get("active_rows", 0) + len(keep)

@@ -152,6 +152,8 @@ def compared(joker):
     if joker is None or joker.get("status") != "ok":
         return None
     j = joker.get("matched") or joker
+    if j.get("status", "ok") != "ok":
+        return None
     to_gap = j.get("to_gap_s")
     if to_gap is None and "history" in j:
         to_gap = to_gap_seconds(j["history"])
@@ -181,11 +183,12 @@ def ratios(joker, fig):
     j = compared(joker)
     if j is None or not j.get("fit_s"):
         return None, None, False
-    per_epoch = fig["s_per_epoch"] / (j["fit_s"] / max(1, j["epochs"]))
+    per_epoch = fig["s_per_epoch"] / (j["fit_s"] / max(1, j["epochs"] or 0))
     official_s = fig["to_gap_s"] or fig.get("to_gap_at_least")
-    if not official_s or not j["to_gap_s"]:
+    if not official_s or j["to_gap_s"] is None:
         return per_epoch, None, False
-    return per_epoch, official_s / j["to_gap_s"], not fig["to_gap_s"]
+    to_gap = official_s / j["to_gap_s"] if j["to_gap_s"] > 0 else float("inf")  # certified at its start
+    return per_epoch, to_gap, not fig["to_gap_s"]
 
 
 def _verdict_one(ratio, target, lower=False):

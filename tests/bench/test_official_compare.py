@@ -94,6 +94,14 @@ def test_both_solvers_are_timed_to_their_first_certificate_at_1e3_and_the_same_p
     slow = dict(res, history=[dict(seconds=0.6, gap=5e-4)])
     assert solver_bench.judge(slow, None).startswith("MISS: to 1e-3 17.2x MISS")
     assert solver_bench.judge(dict(res, gap=2e-3, history=[]), None).startswith("MISS")
+    # tester: the float32 fit that never reached 1e-3 is a MISS (the anchors' official time is known)
+    short = dict(res, matched=dict(fit_s=0.5, epochs=50, gap=2e-3, dtype="float32",
+                                   history=[dict(seconds=0.5, gap=2e-3)]))
+    assert solver_bench.judge(short, None).startswith("MISS: to 1e-3 - (>= 20x, Joker float32)")
+    assert official_compare.compared(dict(res, matched=dict(status="error"))) is None
+    instant = dict(res, history=[dict(seconds=0.0, gap=5e-4)])  # a first certificate already at 1e-3
+    assert official_compare.compared(instant)["to_gap_s"] == 0.0
+    assert solver_bench.judge(instant, None).startswith("PASS: to 1e-3 infx PASS")
 
 
 def test_without_root_the_official_rows_are_anchors(monkeypatch, capsys):

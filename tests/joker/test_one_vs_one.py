@@ -100,3 +100,23 @@ def test_auto_block_size_of_pairs():
     assert auto_block_size("squared_hinge", True, "cpu", pairwise=True) == HINGE_BLOCK
     assert auto_block_size("squared_hinge", False, "cpu", pairwise=True) == 256  # random features
     assert auto_block_size("hinge", True, "cpu", pairwise=True) == HINGE_BLOCK
+
+
+def test_a_refit_that_fails_leaves_the_estimator_unfitted():
+    """Tester: a failed one-vs-one refit left the one-vs-rest model answering as pairs (IndexError, 6 % accuracy)."""
+    from sklearn.exceptions import NotFittedError
+
+    Xtr, Xte, ytr, yte = _data(n_classes=4)
+    clf = JokerClassifier(loss="hinge", sigma=2.0, lam=0.1, random_state=0).fit(Xtr, ytr)
+    clf.set_params(multi_class="ovo")
+    with pytest.raises(ValueError, match="alpha0 must have shape"):
+        clf.fit(Xtr, ytr, alpha0=np.zeros((len(ytr), 4)))  # 4 classes: 6 pairs
+    with pytest.raises(NotFittedError):
+        clf.predict(Xte)
+    clf = JokerClassifier(loss="hinge", sigma=2.0, lam=0.1, random_state=0).fit(Xtr, ytr)
+    clf.set_params(multi_class="ovo", loss="logistic")
+    with pytest.raises(ValueError, match="needs loss"):
+        clf.fit(Xtr, ytr)  # refused before anything changed: the one-vs-rest model still answers
+    assert not clf._ovo and clf.alpha_.shape == (len(ytr), 4)
+    assert clf.score(Xte, yte) == JokerClassifier(loss="hinge", sigma=2.0, lam=0.1, random_state=0).fit(
+        Xtr, ytr).score(Xte, yte)
