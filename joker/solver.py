@@ -624,6 +624,7 @@ class _Run:
         first_res = None
         moved = False
         cg_used = 0
+        K64 = None  # K_BB in float64 for the coordinate solver: converted once per visit, not per iteration
         for it in range(opts.max_tr_iter):
             if loss.quadratic:
                 l, q, lo_e, hi_e = _orthants(loss, a, gs, y, lam, lo, hi)
@@ -652,7 +653,9 @@ class _Run:
                 break
             radius = self.radius[c]
             if self.use_cd:  # the logistic loss (box_qp_cd: no Newton, the trust box cuts it); inf-norm region
-                S, pred, n_cg = block_cd.box_qp_cd(g, blk.K, torch.clamp(lo_e - a, min=-radius),
+                if K64 is None:
+                    K64 = blk.K.to(torch.float64).contiguous()
+                S, pred, n_cg = block_cd.box_qp_cd(g, K64, torch.clamp(lo_e - a, min=-radius),
                                                    torch.clamp(hi_e - a, max=radius), max_sweeps=budget,
                                                    rtol=opts.cg_rtol, newton=False, q=_bc(q, g))
             else:
