@@ -518,7 +518,7 @@ def solve_block_pq(K, f, a, pieces, lo, hi, kinked, max_sweeps, rtol, skip=0.0, 
             if done or n >= max_sweeps:
                 break
             if newton and worst > NEWTON_SLOW * first:  # the sweeps crawl: worth a factorisation
-                F = _pq_free_face(ac, args[4], args[5], kinked)
+                F = _pq_free_face(ac, *args[4:6], kinked)  # args[4:6]: this output's lo, hi
                 settled = last is not None and np.array_equal(F, last)  # the face held over a chunk of sweeps
                 last = F
                 if settled and 0 < len(F) <= NEWTON_MAX_FREE and (failed is None or not np.array_equal(F, failed)):

@@ -376,15 +376,18 @@ def _fit_facts(est):
 def _matched_fit(Est, kw, data):
     """The same fit in the official code's dtype (:mod:`joker.bench.official_compare`'s side-by-side table).
 
-    A small untimed fit first loads the compiled loops of that dtype, as
-    :func:`joker.block_cd.warm_up` does for the main fit.
+    A small untimed fit first loads the compiled loops of that dtype
+    (:func:`joker.bench.svc_ratio.warm_fit`), as :func:`joker.block_cd.warm_up`
+    does for the main fit.
     """
     import warnings
 
+    from joker import JokerRegressor
+
+    est = Est(**kw)
+    svc_ratio.warm_fit(est, data["Xtr"], data["ytr"], "regression" if Est is JokerRegressor else "classification")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        Est(**{**kw, "max_epochs": 2}).fit(data["Xtr"][:300], data["ytr"][:300])
-        est = Est(**kw)
         t = time.perf_counter()
         est.fit(data["Xtr"], data["ytr"])
         fit_s = time.perf_counter() - t

@@ -12,8 +12,8 @@ heuristic on 5,000 training rows (seed 0) where that file says ``median``
 (a9a; digits has no file and uses it too), computed before and outside the
 timed fits. Joker runs with its defaults (float64, tol 1e-3) and
 ``max_epochs``, each timed fit after an untimed warm-up fit of the same
-estimator on 300 rows (SVC is timed as it comes: its first fit in the
-process).
+estimator on a few rows (:func:`warm_fit`; SVC is timed as it comes: its
+first fit in the process).
 
 On a multi-class set (digits) SVC classifies one-vs-one. The judged Joker
 rows then fit the same decomposition (``multi_class="ovo"``: every pair of
@@ -32,7 +32,7 @@ import time
 
 from .paths import repo_root
 
-__all__ = ["DATASETS", "CS", "LOSSES", "load", "run", "verdict", "info_one_vs_rest"]
+__all__ = ["DATASETS", "CS", "LOSSES", "load", "run", "verdict", "info_one_vs_rest", "warm_fit"]
 
 # tag: (data-layer name or "digits", n_train (None: all), n_test (None: all))
 DATASETS = {
@@ -129,12 +129,7 @@ def _joker(data, C, loss, max_epochs, multi_class="ovr"):
                           random_state=0, multi_class=multi_class)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # not converging is reported in the table
-        # an untimed warm-up fit on a few rows with the same settings, as the trials' warm-up
-        # (first-call costs of this configuration's code paths; measured on the digits: the
-        # first one-vs-one fit in a process 0.22 s, the next 0.15 s)
-        warm = np.random.default_rng(0).permutation(len(data["ytr"]))[:300]
-        est.set_params(max_epochs=2).fit(data["Xtr"][warm], data["ytr"][warm])
-        est.set_params(max_epochs=max_epochs)
+        warm_fit(est, data["Xtr"], data["ytr"], "classification")
         t = time.perf_counter()
         est.fit(data["Xtr"], data["ytr"])
         fit_s = time.perf_counter() - t
@@ -147,6 +142,33 @@ def _joker(data, C, loss, max_epochs, multi_class="ovr"):
     return dict(method=name, fit_s=fit_s, accuracy=acc, epochs=int(est.n_epochs_),
                 gap=float(est.dual_gap_), kkt=float(est.kkt_residual_), converged=bool(est.converged_),
                 ms_per_block=1e3 * fit_s / max(1, steps), block_size=int(est.block_size_))
+
+
+def warm_fit(est, X, y, task):
+    """An untimed fit of a clone of ``est`` on a few rows, before its timed fit (as the trials' warm-up).
+
+    It pays the first-call costs of the configuration's code paths (fresh
+    memory, first torch and compiled calls). Measured on the digits: the
+    first one-vs-one fit in a process took 0.22 s, the next 0.15 s.
+
+    Parameters
+    ----------
+    est : JokerClassifier or JokerRegressor
+        The estimator to be timed (not modified).
+    X, y : ndarray of shape (n, d) and (n,)
+        Its training data; :func:`joker.bench.trial.warmup_rows` picks the rows.
+    task : {"classification", "regression"}
+    """
+    import warnings
+
+    from sklearn.base import clone
+
+    from .trial import warmup_rows
+
+    rows = warmup_rows(y, task)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # two epochs: not converged, as intended
+        clone(est).set_params(max_epochs=2).fit(X[rows], y[rows])
 
 
 def run(tag, C, *, max_epochs=200):

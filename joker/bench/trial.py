@@ -157,8 +157,23 @@ def _load_data(spec: TrialSpec) -> Any:
                   seed=spec.data_seed, dtype=spec.method.dtype)
 
 
-def _warmup_rows(y: np.ndarray, task: str, m: int) -> np.ndarray:
-    """Indices of a small warm-up subset (every class present when classifying)."""
+def warmup_rows(y: np.ndarray, task: str, m: int = WARMUP_ROWS) -> np.ndarray:
+    """Indices of a small warm-up subset (every class present when classifying).
+
+    Parameters
+    ----------
+    y : ndarray of shape (n,)
+        Training targets or labels.
+    task : str
+        ``"regression"`` (the first m rows), else classification (about
+        m / n_classes rows of each class, at least 2).
+    m : int
+        Rows wanted.
+
+    Returns
+    -------
+    ndarray of int, sorted
+    """
     m = min(m, len(y))
     if task == "regression":
         return np.arange(m)
@@ -282,7 +297,7 @@ def _warm_up(spec: TrialSpec, cls: type[Adapter], ds: Any, kwargs: dict[str, Any
     if not spec.method.warmup:
         return
     try:
-        rows = _warmup_rows(ds.y_train, spec.dataset.task, WARMUP_ROWS)
+        rows = warmup_rows(ds.y_train, spec.dataset.task, WARMUP_ROWS)
         w = cls(**kwargs)
         w.plan(make_budget(spec, rss_bytes()[0]), len(rows), ds.X_train.shape[1])
         w.fit(ds.X_train[rows], ds.y_train[rows])
