@@ -92,9 +92,9 @@ install-eigenpro3: $(STAMP)
 	echo "$(EIGENPRO3_DIR)" > "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/eigenpro3-src.pth"
 	$(PY) -m baselines.install_check eigenpro3
 
-# Not part of `make test`: for a machine with one GPU (scripts in joker/bench/gpu_check.py).
+# Not part of `make test`: for a machine with one GPU (scripts in benchmarks/gpu_check.py).
 gpu-check: $(STAMP)
-	$(PY) -m joker.bench.gpu_check $(ARGS)
+	$(PY) -m benchmarks.gpu_check $(ARGS)
 
 # pytest exit status 5 ("no tests collected") is a failure here, never a pass.
 test: $(STAMP)
@@ -120,10 +120,10 @@ ui: $(STAMP)
 	  --default-artifact-root $(RESULTS)/mlartifacts
 
 bench-solver: $(STAMP)
-	$(PY) -m joker.bench.solver_bench $(ARGS)
+	$(PY) -m benchmarks.solver_bench $(ARGS)
 
 bench-data: $(STAMP)
-	$(PY) -m joker.data.bench $(ARGS)
+	$(PY) -m benchmarks.data_bench $(ARGS)
 
 # The services of `make cluster-up` (scripts/cluster.py): Debian packages
 # installed when missing, every daemon on 127.0.0.1 or a private socket,

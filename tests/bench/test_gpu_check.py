@@ -1,11 +1,11 @@
-"""make gpu-check (joker.bench.gpu_check): the no-GPU path, the table and the exit status, without a GPU."""
+"""make gpu-check (benchmarks.gpu_check): the no-GPU path, the table and the exit status, without a GPU."""
 
 from __future__ import annotations
 
-from joker.bench import gpu_check
-from joker.bench.gpu_check import Cell, cells_from_runs, failures, format_table
-from joker.bench.record import MIB
-from joker.bench.schema import resolve_trial
+from benchmarks import gpu_check
+from benchmarks.gpu_check import Cell, cells_from_runs, failures, format_table
+from joker.bench.records.record import MIB
+from joker.bench.config.schema import resolve_trial
 
 
 def run(method, dataset, budget_mib, status, reason="", **metrics):
@@ -76,8 +76,8 @@ def test_main_exit_status_from_the_recorded_cells(monkeypatch, capsys):
 def test_gpu_check_sweep_resolves_to_paper_cuda_trials():
     from hydra import compose, initialize_config_dir
 
-    from joker.bench.paths import export_conf_env, sweeps_dir
-    from joker.bench.schema import register_configs
+    from joker.bench.config.paths import export_conf_env, sweeps_dir
+    from joker.bench.config.schema import register_configs
 
     export_conf_env()
     register_configs()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from joker.bench import official_compare, official_joker, solver_bench
+from benchmarks import official_compare, official_joker, solver_bench
 
 ROOT = Path(__file__).resolve().parents[2]
 CHECKOUT = os.environ.get(official_joker.ENV) or "/work/official-joker"

@@ -1,10 +1,10 @@
-"""The issue-13 verdict of the SVC ratio benchmark (joker.bench.svc_ratio)."""
+"""The issue-13 verdict of the SVC ratio benchmark (benchmarks.svc_ratio)."""
 
 from __future__ import annotations
 
 import pytest
 
-from joker.bench import svc_ratio
+from benchmarks import svc_ratio
 
 
 def _row(fit_s, acc, converged=True):
@@ -32,7 +32,7 @@ def test_multiclass_miss_names_the_one_vs_rest_difference():
 
 def test_an_exact_problem_name_selects_itself_only():
     # ratio-a9a-2k-C1 is also a prefix of ratio-a9a-2k-C10; a prefix that is no name still selects all it starts
-    from joker.bench.solver_bench import select
+    from benchmarks.solver_bench import select
 
     assert select(["ratio-a9a-2k-C1"], False) == ["ratio-a9a-2k-C1"]
     assert select(["ratio-a9a-2k"], False) == ["ratio-a9a-2k-C1", "ratio-a9a-2k-C10"]

@@ -5,15 +5,15 @@ or sweep folder: a config that breaks a rule of the trial spec
 (``timeout_s <= 0``, ``threads < 1``, ``repetition < 0``, a bad budget, ...)
 ends the command there with a one-line error (exit status 2) and no folder.
 ``on_multirun_start`` then, before any job, builds the dataset cache
-(:mod:`joker.bench.prefetch`), creates the MLflow database (SQLite
+(:mod:`joker.bench.sweep.prefetch`), creates the MLflow database (SQLite
 migrations are not safe to run from parallel jobs), the experiment and the
 parent run, and writes ``<sweep dir>/.joker_bench/sweep.json`` that every
 job reads. ``on_multirun_end`` closes the parent run, prints the closing
 table and a warning listing the contended trials, and checks that the store
 holds exactly one finished record per trial
-(:func:`joker.bench.audit.check_records`; a failed check fails the sweep).
+(:func:`joker.bench.sweep.audit.check_records`; a failed check fails the sweep).
 Tracking-URI passwords are masked in everything this process logs
-(:mod:`joker.bench.redact`).
+(:mod:`joker.bench.records.redact`).
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from . import summary as summ
-from .paths import export_conf_env
-from .record import RECORD_SCHEMA_VERSION
-from .redact import redact_logs, redact_uri
-from .spec import ConfigError
+from ..config.paths import export_conf_env
+from ..records.record import RECORD_SCHEMA_VERSION
+from ..records.redact import redact_logs, redact_uri
+from ..config.spec import ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +75,7 @@ def check_config(config: DictConfig) -> None:
     """End the command with a one-line error (exit status 2) when the config breaks a spec rule.
 
     Resolves the composed config into a trial spec
-    (:func:`joker.bench.schema.resolve_trial`) once, before Hydra creates
+    (:func:`joker.bench.config.schema.resolve_trial`) once, before Hydra creates
     any folder. In a multirun this checks the values every job shares (the
     swept groups' defaults included); a swept value that breaks a rule still
     stops its own job with the same error.
@@ -85,7 +85,7 @@ def check_config(config: DictConfig) -> None:
     SystemExit
         Status 2, after printing ``config error: <message>`` on stderr.
     """
-    from .schema import resolve_trial
+    from ..config.schema import resolve_trial
 
     try:
         resolve_trial(config)
@@ -121,8 +121,8 @@ class BenchCallback(Callback):
                 print(f"note: the cache of {name} could not be built before the sweep ({outcome}); "
                       "its trials will say why", flush=True)
         from .sweep_state import write_sweep_state
-        from .provenance import git_info
-        from .tracking import Store, resolve_uri
+        from ..records.provenance import git_info
+        from ..records.tracking import Store, resolve_uri
 
         sweep_dir = Path(config.hydra.sweep.dir)
         uri = resolve_uri(config.mlflow.tracking_uri)
@@ -161,7 +161,7 @@ class BenchCallback(Callback):
         """
         from .audit import check_records
         from .sweep_state import read_done, read_sweep_state
-        from .tracking import Store
+        from ..records.tracking import Store
 
         sweep_dir = Path(config.hydra.sweep.dir)
         state = read_sweep_state(sweep_dir)

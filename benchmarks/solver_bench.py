@@ -1,6 +1,6 @@
 """Solver benchmark: Joker against the anchor figures of ``docs/anchors.md``.
 
-Run ``python -m joker.bench.solver_bench`` (``make bench-solver``).  Every
+Run ``python -m benchmarks.solver_bench`` (``make bench-solver``).  Every
 problem runs in its own child process (this module with ``--child``), so
 that the peak RSS from ``os.wait4`` belongs to that problem alone; the
 parent prints one table with time, epochs, test metric, final relative
@@ -16,15 +16,15 @@ Problems
     certificate at that gap and at the same precision (the official code's
     float32: a second, precision-matched Joker fit); the per-epoch ratio is
     shown, its 10x target judged on ``hepc-rff2048``
-    (:mod:`joker.bench.official_compare`).
-The official code (issue 13, :mod:`joker.bench.official_joker`):
+    (:mod:`benchmarks.official_compare`).
+The official code (issue 13, :mod:`benchmarks.official_joker`):
     ``official-krr-5k``, ``official-l2svc-5k``, ``official-klr-5k``,
     ``official-rffkrr-5k``, ``official-hepc-rff2048`` (one epoch). Each comes
     with its Joker problem. With ``OFFICIAL_JOKER_ROOT`` set to a checkout of
     the official repository it is run, unmodified, in its own child, and its
     100-block time, time to a gap of 1e-3 and gap (from our certificate code)
     go next to Joker's in a second table; without it that table shows the
-    corrected anchor figures (:mod:`joker.bench.official_compare`), labelled
+    corrected anchor figures (:mod:`benchmarks.official_compare`), labelled
     as anchors. An unusable checkout gives a one-line message and the
     anchors, and the other problems run on.
 ijcnn1 (49,990 / 91,701, sigma 6.2949, C = 1, lam = 1):
@@ -33,7 +33,7 @@ ijcnn1 (49,990 / 91,701, sigma 6.2949, C = 1, lam = 1):
     (RFF, M = 4096).
 HEPC (200,000 / 50,000 seeded subset, sigma 3.9086, lam = 1, block 2048):
     ``hepc-rff2048``, ``hepc-rff8192``.
-Exact Joker against SVC at the same C (issue 13, :mod:`joker.bench.svc_ratio`):
+Exact Joker against SVC at the same C (issue 13, :mod:`benchmarks.svc_ratio`):
     ``ratio-<data>-C<C>`` for a9a subsets of 2,000 / 5,000 / 20,000 rows,
     digits (10 classes), ijcnn1 (20,000 and all rows), Skin (20,000) at
     C = 1 and 10: SVC, Joker hinge and squared hinge in one process, with
@@ -61,8 +61,8 @@ import time
 
 from baselines.threads import thread_env
 
-from . import official_compare, official_joker, svc_ratio
-from .paths import repo_root
+from benchmarks import official_compare, official_joker, svc_ratio
+from joker.bench.config.paths import repo_root
 
 # --------------------------------------------------------------------------
 # reference figures (anchors.md, measured on this kind of machine)
@@ -241,7 +241,7 @@ def run_problem(name, *, dtype="auto", threads=2, max_epochs=200, verbose=0, off
         Passed to the solver (one line per certificate on stderr when > 0).
     official_max_blocks : int
         Most blocks the official code runs while waiting for a gap of 1e-3
-        (``official-*`` problems; see :mod:`joker.bench.official_joker`).
+        (``official-*`` problems; see :mod:`benchmarks.official_joker`).
 
     Returns
     -------
@@ -374,10 +374,10 @@ def _fit_facts(est):
 
 
 def _matched_fit(Est, kw, data):
-    """The same fit in the official code's dtype (:mod:`joker.bench.official_compare`'s side-by-side table).
+    """The same fit in the official code's dtype (:mod:`benchmarks.official_compare`'s side-by-side table).
 
     A small untimed fit first loads the compiled loops of that dtype
-    (:func:`joker.bench.svc_ratio.warm_fit`), as :func:`joker.block_cd.warm_up`
+    (:func:`benchmarks.svc_ratio.warm_fit`), as :func:`joker.block_cd.warm_up`
     does for the main fit.
     """
     import warnings
@@ -404,7 +404,7 @@ def spawn(name, *, timeout, threads, dtype, max_epochs, verbose=0, official_max_
     with tempfile.TemporaryDirectory(prefix="solver_bench_") as tmp:
         res_path = os.path.join(tmp, "result.json")
         err_path = os.path.join(tmp, "stderr.txt")
-        cmd = [sys.executable, "-m", "joker.bench.solver_bench", "--child", name, "--result", res_path,
+        cmd = [sys.executable, "-m", "benchmarks.solver_bench", "--child", name, "--result", res_path,
                "--threads", str(threads), "--dtype", dtype, "--max-epochs", str(max_epochs),
                "--verbose", str(verbose), "--official-max-blocks", str(official_max_blocks)]
         load_1min = os.getloadavg()[0]  # other programs on the machine: the timings are only as good as this
@@ -583,8 +583,8 @@ def select(only, quick):
 
 
 def main(argv=None):
-    """Command-line entry point (``python -m joker.bench.solver_bench``)."""
-    p = argparse.ArgumentParser(prog="python -m joker.bench.solver_bench", description=__doc__.split("\n")[0])
+    """Command-line entry point (``python -m benchmarks.solver_bench``)."""
+    p = argparse.ArgumentParser(prog="python -m benchmarks.solver_bench", description=__doc__.split("\n")[0])
     p.add_argument("--only", action="append", default=[], help="problem name or prefix (repeatable, or a,b,c)")
     p.add_argument("--quick", action="store_true", help="the 5,000-point problems only")
     p.add_argument("--list", action="store_true", help="list the problems and exit")

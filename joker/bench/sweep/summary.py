@@ -1,7 +1,7 @@
 """What a sweep prints: one line per trial, a live indicator, a closing table.
 
 The progress counter and the closing table read the per-job summaries of
-:mod:`joker.bench.sweep_state`, so they work with every launcher (basic,
+:mod:`joker.bench.sweep.sweep_state`, so they work with every launcher (basic,
 joblib, submitit) without talking to MLflow.
 """
 

@@ -13,7 +13,7 @@ import platform
 import subprocess
 
 
-from .paths import repo_root
+from ..config.paths import repo_root
 
 #: Distributions whose versions are tagged on every trial (``versions.<name>``).
 TRACKED_PACKAGES = (

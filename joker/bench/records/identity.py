@@ -1,8 +1,8 @@
 """Trial identity: code version and config hash (the resume key).
 
 A trial is identified by the hash of its resolved spec (a
-:class:`joker.bench.spec.TrialSpec`, see
-:func:`joker.bench.schema.resolve_trial`) together with the code version
+:class:`joker.bench.config.spec.TrialSpec`, see
+:func:`joker.bench.config.schema.resolve_trial`) together with the code version
 and the record schema version, so a finished run is reused only for the
 same settings, the same code and the same kind of record.
 The code version is a content hash of the Python sources of ``joker/`` and
@@ -18,9 +18,9 @@ import json
 import os
 from typing import Any
 
-from .paths import repo_root
+from ..config.paths import repo_root
 from .record import RECORD_SCHEMA_VERSION
-from .spec import TrialSpec
+from ..config.spec import TrialSpec
 
 #: Spec keys that do not change a trial's result (display/bookkeeping only).
 _NOT_HASHED = frozenset({"sweep"})
@@ -92,7 +92,7 @@ def config_hash(spec: TrialSpec | dict[str, Any], version: str | None = None) ->
     -------
     str
         16 hex digits of sha256(canonical spec without ``sweep`` + code
-        version + :data:`joker.bench.record.RECORD_SCHEMA_VERSION`).
+        version + :data:`joker.bench.records.record.RECORD_SCHEMA_VERSION`).
     """
     plain = spec.to_dict() if isinstance(spec, TrialSpec) else spec
     keyed = {k: v for k, v in plain.items() if k not in _NOT_HASHED}

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python -m joker.bench.gpu_check [HYDRA OVERRIDES...]
+    python -m benchmarks.gpu_check [HYDRA OVERRIDES...]
 
 Runs the sweep ``sweeps/gpu-check.yaml`` (HEPC, ijcnn1, Skin at full size;
 joker-exact, joker-inexact, falkon, logfalkon, eigenpro3; gpu-2g and
@@ -10,7 +10,7 @@ gpu-10g; the caps are in that file) like any sweep, so every trial is an
 MLflow run of the experiment ``gpu-check``. Then it reads the runs of that
 multirun back and prints one table: method, dataset, budget, status, the
 dataset's metric, fit seconds, epochs (or iterations), the method's GPU
-memory (``fit_gpu_mib``, :mod:`joker.bench.gpumem`) and the budget.
+memory (``fit_gpu_mib``, :mod:`joker.bench.measure.gpumem`) and the budget.
 
 Exit status: 0 when every cell is fine; 1 when a cell ended ``error`` or
 a method's measured GPU memory passed its budget (2 when the sweep itself
@@ -27,7 +27,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .record import MIB, default_tracking_uri
+from joker.bench.records.record import MIB, default_tracking_uri
 
 __all__ = ["Cell", "cells_from_runs", "failures", "format_table", "gpu_visible", "main"]
 

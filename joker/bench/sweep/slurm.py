@@ -124,7 +124,7 @@ def slurm_verdict(
     Parameters
     ----------
     verdict : dict
-        ``{"status", "reason"}`` from :func:`joker.bench.runner.classify`.
+        ``{"status", "reason"}`` from :func:`joker.bench.trials.runner.classify`.
     signum : int or None
         The signal that ended the trial.
     killed_by_harness : bool

@@ -7,7 +7,7 @@ wrong type in a sweep file, a config group file or on the command line is
 rejected when Hydra composes the config, before any trial starts.
 
 :func:`resolve_trial` turns one composed job config into the frozen, typed
-:class:`joker.bench.spec.TrialSpec` the child process runs and that is
+:class:`joker.bench.config.spec.TrialSpec` the child process runs and that is
 hashed, logged and compared for resume. Resolution order of a method's settings
 (later wins)::
 
@@ -42,7 +42,7 @@ from .spec import DTYPES, ConfigError, TrialBudget, TrialDataset, TrialMethod, T
 Task = Enum("Task", {t: t for t in TASKS}, type=str, module=__name__)
 
 
-#: Floating-point precision a method computes in (:data:`joker.bench.spec.DTYPES`).
+#: Floating-point precision a method computes in (:data:`joker.bench.config.spec.DTYPES`).
 DType = Enum("DType", {d: d for d in DTYPES}, type=str, module=__name__)
 
 

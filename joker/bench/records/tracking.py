@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, TypeVar
 
-from .paths import results_dir
+from ..config.paths import results_dir
 from .record import RECORD_SCHEMA_VERSION, default_tracking_uri, schema_of
 from .redact import protect
 
@@ -203,7 +203,7 @@ class Store:
         """Number of finished trial runs in the experiment written with an older record schema.
 
         Their config hashes cannot match this code's (the hash includes
-        :data:`joker.bench.record.RECORD_SCHEMA_VERSION`), so a resumed sweep
+        :data:`joker.bench.records.record.RECORD_SCHEMA_VERSION`), so a resumed sweep
         runs those trials again; the callback says so once per sweep.
         """
         runs = retry(

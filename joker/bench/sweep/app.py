@@ -24,17 +24,17 @@ from typing import Any
 
 from . import summary as summ
 from .sweep_state import STATE_DIR, read_done, read_sweep_state, write_done
-from .gpumem import GpuMemory
-from .identity import code_version, config_hash
-from .meters import Limits
-from .provenance import git_info, hardware_tags, versions
-from .record import (CONTENDED_TAG, INSTALL_HINT_TAG, METRIC_UNITS, MIB, RECORD_SCHEMA_VERSION, RETRIED_STATUSES,
+from ..measure.gpumem import GpuMemory
+from ..records.identity import code_version, config_hash
+from ..measure.meters import Limits
+from ..records.provenance import git_info, hardware_tags, versions
+from ..records.record import (CONTENDED_TAG, INSTALL_HINT_TAG, METRIC_UNITS, MIB, RECORD_SCHEMA_VERSION, RETRIED_STATUSES,
                      SCHEMA_TAG, SKIP_KIND_TAG)
-from .runner import Outcome, _read_json, classify, run_trial, tail
-from .schema import flatten, resolve_trial
+from ..trials.runner import Outcome, _read_json, classify, run_trial, tail
+from ..config.schema import flatten, resolve_trial
 from .slurm import slurm_verdict
-from .spec import TrialSpec
-from .tracking import Store, history_curves, resolve_uri, write_history_csv
+from ..config.spec import TrialSpec
+from ..records.tracking import Store, history_curves, resolve_uri, write_history_csv
 
 log = logging.getLogger(__name__)
 
@@ -161,7 +161,7 @@ def build_record(spec: TrialSpec, chash: str, out: Outcome, verdict: dict[str, s
     out : Outcome
         What the runner saw.
     verdict : dict
-        ``{"status", "reason"}`` from :func:`joker.bench.runner.classify`.
+        ``{"status", "reason"}`` from :func:`joker.bench.trials.runner.classify`.
 
     Returns
     -------
@@ -242,7 +242,7 @@ def run_job(cfg: Any, progress: bool | None = None) -> dict[str, Any]:
     Parameters
     ----------
     cfg : omegaconf.DictConfig
-        The composed job config (:class:`joker.bench.schema.BenchConfig`).
+        The composed job config (:class:`joker.bench.config.schema.BenchConfig`).
     progress : bool, optional
         Live indicator; default: when stderr is a terminal.
 
@@ -333,7 +333,7 @@ def record_lost_trial(
     job_num : int
         The job's number in the sweep.
     verdict : dict
-        ``{"status", "reason"}`` (:func:`joker.bench.slurm.lost_job_verdict`).
+        ``{"status", "reason"}`` (:func:`joker.bench.sweep.slurm.lost_job_verdict`).
 
     Returns
     -------
@@ -375,7 +375,7 @@ def interrupted() -> None:
 
     The trials that finished are already recorded (each job logs its own
     run when it ends); the trial that was running is not (its process tree
-    was killed by :func:`joker.bench.runner.run_trial`).
+    was killed by :func:`joker.bench.trials.runner.run_trial`).
     """
     ctx = _hydra_context()
     state = read_sweep_state(ctx["sweep_dir"]) if ctx["multirun"] else None

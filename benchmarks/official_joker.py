@@ -218,7 +218,7 @@ def run(code, data, *, loss, n_components=None, block_size=None, metric="MSE", m
     code : dict
         The official code, from :func:`load`.
     data : dict
-        ``Xtr, ytr, Xte, yte, sigma`` (as :func:`joker.bench.solver_bench.load_5k`).
+        ``Xtr, ytr, Xte, yte, sigma`` (as :func:`benchmarks.solver_bench.load_5k`).
     loss : {"squared", "squared_hinge", "logistic"}
     n_components : int, optional
         Random features M (None: exact kernel).

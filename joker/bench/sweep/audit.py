@@ -3,7 +3,7 @@
 With many jobs writing to one tracking server, a lost write, a duplicate
 after a retry, or a run that went to the wrong experiment would otherwise
 go unnoticed until a table came out wrong. The sweep's process runs this
-check once every job has ended (:meth:`joker.bench.callbacks.BenchCallback.on_multirun_end`).
+check once every job has ended (:meth:`joker.bench.sweep.callbacks.BenchCallback.on_multirun_end`).
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ def check_records(
 
     Parameters
     ----------
-    store : joker.bench.tracking.Store
+    store : joker.bench.records.tracking.Store
         The sweep's experiment.
     summaries : list of dict
         One summary per ended job (``config_hash`` of its trial), as
-        :func:`joker.bench.summary.read_done` returns them.
+        :func:`joker.bench.sweep.summary.read_done` returns them.
     n_jobs : int or None
         Jobs the sweep launched (``None``: unknown, not checked).
 

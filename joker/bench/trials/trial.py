@@ -1,8 +1,8 @@
 """The trial child: one method on one dataset, measured, in a fresh process.
 
-Usage (started by :mod:`joker.bench.runner`, not by hand)::
+Usage (started by :mod:`joker.bench.trials.runner`, not by hand)::
 
-    python -m joker.bench.trial SPEC_JSON RESULT_JSON
+    python -m joker.bench.trials.trial SPEC_JSON RESULT_JSON
 
 Steps (``progress.json`` beside RESULT_JSON names the phase reached)::
 
@@ -37,13 +37,13 @@ from baselines.registry import load_object as registry_load_object
 from baselines.threads import limit_threads
 
 from . import scoring
-from .atomic import write_json_atomic
-from .contention import CpuWindow
-from .fitmem import FitMemory, release_free_memory, rss_bytes
-from .paths import repo_root
-from .record import MIB
+from ..atomic import write_json_atomic
+from ..measure.contention import CpuWindow
+from ..measure.fitmem import FitMemory, release_free_memory, rss_bytes
+from ..config.paths import repo_root
+from ..records.record import MIB
 from .sigma_cache import median_sigma_cached
-from .spec import TrialSpec
+from ..config.spec import TrialSpec
 
 WARMUP_ROWS = 256
 #: Test rows predicted by the warm-up.
@@ -101,7 +101,7 @@ def make_budget(spec: TrialSpec, rss_now: int) -> Budget:
     (interpreter, libraries, data): the memory the fit itself may use.
     An unlimited budget becomes the machine's available memory; the GPU
     share is the GPU budget minus what torch's allocator already holds
-    (:func:`joker.bench.gpumem.plan_room`), else the device's total memory
+    (:func:`joker.bench.measure.gpumem.plan_room`), else the device's total memory
     on CUDA, else 0.
 
     Parameters
@@ -125,8 +125,8 @@ def make_budget(spec: TrialSpec, rss_now: int) -> Budget:
 
         host = int(psutil.virtual_memory().available)
     gpu = b.gpu_bytes or 0
-    if b.gpu_bytes and spec.device.is_cuda:  # the method's room (joker.bench.gpumem.plan_room)
-        from .gpumem import plan_room
+    if b.gpu_bytes and spec.device.is_cuda:  # the method's room (joker.bench.measure.gpumem.plan_room)
+        from ..measure.gpumem import plan_room
 
         torch = sys.modules.get("torch")
         held = torch.cuda.memory_reserved(spec.device.ordinal) if torch is not None and torch.cuda.is_initialized() else 0
@@ -403,10 +403,10 @@ def _fit_and_predict(spec: TrialSpec, adapter: Adapter, ds: Any, progress: Progr
     """Plan, then the measured region: fit (timed, CPU window) and predict (timed), then the scores.
 
     The method's memory (``fit_rss_mib``) is the peak RSS of fit + predict
-    above the RSS right before the fit (:class:`joker.bench.fitmem.FitMemory`,
+    above the RSS right before the fit (:class:`joker.bench.measure.fitmem.FitMemory`,
     ``baseline_rss_mib``); the CPU window of the fit gives
     ``fit_cpu_seconds``, ``fit_load_avg``, ``cpu_utilisation`` and the
-    contended flag (:class:`joker.bench.contention.CpuWindow`).
+    contended flag (:class:`joker.bench.measure.contention.CpuWindow`).
     """
     m = res["metrics"]
     release_free_memory()  # what the process holds, not heap pages the pre-fit work freed
@@ -433,7 +433,7 @@ def _fit_and_predict(spec: TrialSpec, adapter: Adapter, ds: Any, progress: Progr
 
 
 def _record_cpu(usage: Any, res: dict[str, Any]) -> None:
-    """Metrics and the contended flag of the fit's :class:`joker.bench.contention.CpuUsage`."""
+    """Metrics and the contended flag of the fit's :class:`joker.bench.measure.contention.CpuUsage`."""
     res["metrics"].update(fit_cpu_seconds=usage.cpu_s, fit_load_avg=usage.load_avg,
                           cpu_utilisation=usage.utilisation)
     if usage.others_cores is not None:
@@ -446,14 +446,14 @@ def _record_cpu(usage: Any, res: dict[str, Any]) -> None:
 def _cuda_setup(spec: TrialSpec, metrics: dict[str, Any]) -> None:
     """Initialise CUDA, record the context baseline, cap torch's allocator at the GPU budget.
 
-    The arithmetic is :mod:`joker.bench.gpumem` (the one definition of a
+    The arithmetic is :mod:`joker.bench.measure.gpumem` (the one definition of a
     method's GPU memory); ``gpu_context_mib`` goes into ``metrics``.
     """
     try:
         import torch
 
-        from . import gpumem
-        from .meters import open_nvml
+        from ..measure import gpumem
+        from ..measure.meters import open_nvml
 
         idx = spec.device.ordinal
         nvml = open_nvml()

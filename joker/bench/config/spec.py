@@ -1,6 +1,6 @@
 """The trial spec: one frozen, typed description of one trial.
 
-:func:`joker.bench.schema.resolve_trial` builds a :class:`TrialSpec` once,
+:func:`joker.bench.config.schema.resolve_trial` builds a :class:`TrialSpec` once,
 from the composed Hydra config; everything after it (the hash, the trial
 child, the record) reads typed fields instead of nested dicts. Sizes are in
 bytes (the configs' MiB are converted once, by

@@ -1,7 +1,7 @@
 """Exact Joker against scikit-learn SVC (LIBSVM) at the same C and sigma, in one process (issue 13).
 
 Part of ``make bench-solver`` (problems ``ratio-*`` of
-:mod:`joker.bench.solver_bench`). One problem is one data set at one C: the
+:mod:`benchmarks.solver_bench`). One problem is one data set at one C: the
 child fits SVC, then exact Joker with the hinge loss (L1-SVC, the same model
 as SVC without its free bias) and with the squared hinge (L2-SVC), all in
 the same process, so that the ratio of fit times is measured under the same
@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 import time
 
-from .paths import repo_root
+from joker.bench.config.paths import repo_root
 
 __all__ = ["DATASETS", "CS", "LOSSES", "load", "run", "verdict", "info_one_vs_rest", "warm_fit"]
 
@@ -156,14 +156,14 @@ def warm_fit(est, X, y, task):
     est : JokerClassifier or JokerRegressor
         The estimator to be timed (not modified).
     X, y : ndarray of shape (n, d) and (n,)
-        Its training data; :func:`joker.bench.trial.warmup_rows` picks the rows.
+        Its training data; :func:`joker.bench.trials.trial.warmup_rows` picks the rows.
     task : {"classification", "regression"}
     """
     import warnings
 
     from sklearn.base import clone
 
-    from .trial import warmup_rows
+    from joker.bench.trials.trial import warmup_rows
 
     rows = warmup_rows(y, task)
     with warnings.catch_warnings():
@@ -263,7 +263,7 @@ FOOTNOTE = (
 
 
 def render(results):
-    """Rows of the ratio table (one per method and problem) for :func:`joker.bench.solver_bench.render`."""
+    """Rows of the ratio table (one per method and problem) for :func:`benchmarks.solver_bench.render`."""
     headers = ["data", "n train", "C", "method", "fit s", "epochs", "ms/block", "rel gap", "KKT", "acc %",
                "ratio to SVC", "verdict"]
     rows = []

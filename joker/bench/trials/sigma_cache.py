@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .atomic import write_json_atomic
+from ..atomic import write_json_atomic
 
 __all__ = ["MEDIAN_N", "MEDIAN_SEED", "median_sigma_cached", "sigma_key"]
 

@@ -1,6 +1,6 @@
 """Cache benchmark: first (parse) versus second (cached) load of a dataset.
 
-``python -m joker.data.bench`` (``make bench-data``) loads HEPC's full
+``python -m benchmarks.data_bench`` (``make bench-data``) loads HEPC's full
 paper split into a fresh, temporary ``JOKER_DATA_HOME`` (hash, parse,
 write the cache), then again from the cache, and prints both times and
 their ratio; the target is a ratio of at least 20. It also times the
@@ -39,7 +39,7 @@ def time_loads(name: str, repeat: int = 3, **kwargs) -> dict:
         ``ratio`` (first / second), ``n_train``, ``n_test``, ``arrays`` of
         the first load ("parsed" or "cache").
     """
-    from .loader import load_dataset
+    from joker.data.loader import load_dataset
 
     t0 = time.perf_counter()
     ds = load_dataset(name, **kwargs)
@@ -55,14 +55,14 @@ def time_loads(name: str, repeat: int = 3, **kwargs) -> dict:
 
 
 def main(argv=None) -> int:
-    """Entry point of ``python -m joker.data.bench``.
+    """Entry point of ``python -m benchmarks.data_bench``.
 
     Returns
     -------
     int
         0 when the ratio reaches ``--min-ratio``, else 1.
     """
-    p = argparse.ArgumentParser(prog="python -m joker.data.bench", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m benchmarks.data_bench", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--dataset", default="hepc")
     p.add_argument("--repeat", type=int, default=3, help="warm loads (median shown)")

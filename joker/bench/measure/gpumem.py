@@ -35,7 +35,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .record import MIB
+from ..records.record import MIB
 
 __all__ = ["GpuMemory", "measure_context", "memory_fraction", "method_bytes", "over_budget_reason", "plan_room"]
 
@@ -184,7 +184,7 @@ def measure_context(ordinal: int, used_by: Callable[[set[int]], int] | None, tor
     ordinal : int
         CUDA device ordinal.
     used_by : callable or None
-        ``used_by({pid}) -> bytes`` (NVML, e.g. ``joker.bench.meters.open_nvml().used_by``);
+        ``used_by({pid}) -> bytes`` (NVML, e.g. ``joker.bench.measure.meters.open_nvml().used_by``);
         ``None``: no NVML here.
     torch : module, optional
         The torch module (injected by tests); imported when omitted.

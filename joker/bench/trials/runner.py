@@ -3,8 +3,8 @@
 Process layout (each trial in its own session, so one ``killpg`` ends it)::
 
     harness job (Hydra, MLflow)               <- this module
-      └─ reaper (bare python, ~10 MiB)         joker/bench/reaper.py: wait4
-           └─ trial: python -m joker.bench.trial spec.json result.json
+      └─ reaper (bare python, ~10 MiB)         joker/bench/trials/reaper.py: wait4
+           └─ trial: python -m joker.bench.trials.trial spec.json result.json
 
 The trial's peak RSS is the ``ru_maxrss`` that the reaper's ``os.wait4``
 returns (KiB on Linux). The hard wall-clock limit kills the trial's whole
@@ -29,10 +29,10 @@ import psutil
 
 from baselines.threads import thread_env
 
-from .gpumem import GpuMemory, over_budget_reason
-from .meters import Limits, TreeSampler
-from .paths import ROOT_ENV, repo_root
-from .record import MIB, STATUSES
+from ..measure.gpumem import GpuMemory, over_budget_reason
+from ..measure.meters import Limits, TreeSampler
+from ..config.paths import ROOT_ENV, repo_root
+from ..records.record import MIB, STATUSES
 
 @dataclass
 class Outcome:
@@ -133,7 +133,7 @@ def run_trial(
     on_tick: Callable[[float], None] | None = None,
     poll_s: float = 0.1,
 ) -> Outcome:
-    """Run ``python -m joker.bench.trial`` on a spec, under a hard time limit.
+    """Run ``python -m joker.bench.trials.trial`` on a spec, under a hard time limit.
 
     Parameters
     ----------
@@ -194,11 +194,11 @@ def run_trial(
 
 
 def _trial_command(spec_path: Path, workdir: Path) -> list[str]:
-    """argv of the reaper running ``python -m joker.bench.trial SPEC RESULT``."""
+    """argv of the reaper running ``python -m joker.bench.trials.trial SPEC RESULT``."""
     reaper = Path(__file__).with_name("reaper.py")
     return [
         sys.executable, "-I", str(reaper), str(workdir / "rusage.json"), str(os.getpid()), "--",
-        sys.executable, "-m", "joker.bench.trial", str(spec_path), str(workdir / "result.json"),
+        sys.executable, "-m", "joker.bench.trials.trial", str(spec_path), str(workdir / "result.json"),
     ]
 
 
@@ -292,7 +292,7 @@ def classify(
     Precedence: a kill by the parent (timeout, memory) > the child's own
     status > death by signal / non-zero exit > ``ok``. An ``ok`` trial whose
     host RSS peak passes its host budget, or whose method GPU memory (NVML
-    peak minus the CUDA context, :mod:`joker.bench.gpumem`) passes its GPU
+    peak minus the CUDA context, :mod:`joker.bench.measure.gpumem`) passes its GPU
     budget, becomes ``over_budget``.
     """
     phase = out.progress.get("phase")

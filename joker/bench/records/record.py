@@ -4,14 +4,14 @@ One module holds the vocabulary both sides share (``docs/contracts.md``,
 "One trial's MLflow record"): the statuses, which of them a re-run keeps,
 the metric names with their units, the unit MiB, the default tracking URI
 and the record schema version. It imports the standard library only (and
-:mod:`joker.bench.paths`), so ``reports/`` and the trial child can import it
+:mod:`joker.bench.config.paths`), so ``reports/`` and the trial child can import it
 without MLflow, Hydra or torch.
 
 Record schema versions (tag :data:`SCHEMA_TAG` on every trial run):
 
 1. (no tag) written before the typed trial spec: params ``budget.host_mib``
    and ``budget.gpu_mib`` in MiB.
-2. the spec is :class:`joker.bench.spec.TrialSpec`: params
+2. the spec is :class:`joker.bench.config.spec.TrialSpec`: params
    ``budget.host_bytes`` and ``budget.gpu_bytes`` in bytes; the config hash
    includes the schema version, so runs of an older schema are never taken
    for a finished trial of this one: a resumed sweep runs them again (and
@@ -30,7 +30,7 @@ import os
 
 from baselines.base import MIB
 
-from .paths import results_dir
+from ..config.paths import results_dir
 
 __all__ = [
     "CONTENDED_TAG", "INSTALL_HINT_TAG", "SKIP_KINDS", "SKIP_KIND_TAG", "KEPT_STATUSES", "METRIC_UNITS", "MIB", "RECORD_SCHEMA_VERSION", "RETRIED_STATUSES", "SCHEMA_TAG",
@@ -49,7 +49,7 @@ KEPT_STATUSES = frozenset({"ok", "diverged", "over_budget", "oom"})
 #: Statuses a re-run tries again (possibly transient: a library installed since, a busy machine).
 RETRIED_STATUSES = frozenset(STATUSES) - KEPT_STATUSES
 
-#: Tag "1" / "0": the fit ran on a busy machine (:mod:`joker.bench.contention`); ``contended_reason`` says why.
+#: Tag "1" / "0": the fit ran on a busy machine (:mod:`joker.bench.measure.contention`); ``contended_reason`` says why.
 CONTENDED_TAG = "contended"
 #: Tag of a trial whose method did not run: why, as one of :data:`SKIP_KINDS`.
 SKIP_KIND_TAG = "skip_kind"

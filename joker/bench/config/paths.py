@@ -29,7 +29,7 @@ def repo_root() -> Path:
     env = os.environ.get(ROOT_ENV)
     if env:
         return Path(env).resolve()
-    return Path(__file__).resolve().parents[2]
+    return Path(__file__).resolve().parents[3]
 
 
 def conf_dir() -> Path:

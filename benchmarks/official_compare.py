@@ -26,7 +26,7 @@ Two ratios, official time over ours, with the targets of issue 13:
   is the comparison there.
 
 Both solvers run at the same precision: the official code in float32 (its
-settings, :data:`joker.bench.official_joker.SETTINGS`), and for this table
+settings, :data:`benchmarks.official_joker.SETTINGS`), and for this table
 Joker too (``matched``: a second fit of the problem in the official
 dtype; the anchor rows keep float64, whose optima ``docs/anchors.md``
 gives). Where no matched fit exists (results of older runs), Joker's own
@@ -123,7 +123,7 @@ def to_gap_seconds(history, tol=1e-3):
         A solver's certificates in order (Joker's ``history_``: ``seconds``
         since the solve began, ``gap``).
     tol : float
-        The gap both solvers are timed to (:data:`joker.bench.official_joker.GAP_TOL`).
+        The gap both solvers are timed to (:data:`benchmarks.official_joker.GAP_TOL`).
 
     Returns
     -------

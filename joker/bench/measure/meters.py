@@ -1,7 +1,7 @@
 """Samplers of a running trial's memory: host RSS (psutil) and GPU (NVML).
 
 The exact host peak of a trial comes from ``os.wait4`` (see
-:mod:`joker.bench.reaper`); the sampler here watches the live process tree
+:mod:`joker.bench.trials.reaper`); the sampler here watches the live process tree
 so that the parent can
 
 - stop a trial that runs away (RSS past ``kill_factor x budget``, or the
@@ -20,7 +20,7 @@ from typing import Callable
 
 import psutil
 
-from .record import MIB
+from ..records.record import MIB
 
 
 @dataclass

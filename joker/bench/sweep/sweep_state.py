@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .atomic import write_json_atomic
+from ..atomic import write_json_atomic
 
 __all__ = ["STATE_DIR", "SWEEP_STATE", "read_done", "read_sweep_state", "state_dir", "write_done",
            "write_sweep_state"]

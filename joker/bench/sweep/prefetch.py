@@ -15,7 +15,7 @@ import subprocess
 import sys
 from typing import Any
 
-from .paths import conf_dir
+from ..config.paths import conf_dir
 
 __all__ = ["prefetch", "sweep_datasets"]
 

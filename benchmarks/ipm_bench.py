@@ -1,4 +1,4 @@
-"""Benchmark of the low-rank IPM (issue 15): ``python -m joker.bench.ipm_bench``.
+"""Benchmark of the low-rank IPM (issue 15): ``python -m benchmarks.ipm_bench``.
 
 Synthetic 10-d two-class data (:func:`two_class_data`), Gaussian kernel with
 the median bandwidth, lam = 1 (C = 1), one BLAS thread, the same random
