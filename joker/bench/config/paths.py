@@ -23,8 +23,8 @@ def repo_root() -> Path:
     Returns
     -------
     pathlib.Path
-        ``$JOKER_BENCH_ROOT`` when set, else the folder two levels above
-        this package (``<root>/joker/bench`` -> ``<root>``).
+        ``$JOKER_BENCH_ROOT`` when set, else the folder three levels above
+        this package (``<root>/joker/bench/config`` -> ``<root>``).
     """
     env = os.environ.get(ROOT_ENV)
     if env:
