@@ -102,9 +102,9 @@ install-falkon: $(STAMP)
 install-eigenpro3 install-eigenpro4: $(STAMP)
 	$(PY) -m baselines.install $(@:install-%=%)
 
-# Not part of `make test`: for a machine with one GPU (scripts in joker/bench/gpu_check.py).
+# Not part of `make test`: for a machine with one GPU (scripts in benchmarks/gpu_check.py).
 gpu-check: install
-	$(PY) -m joker.bench.gpu_check $(ARGS)
+	$(PY) -m benchmarks.gpu_check $(ARGS)
 
 # pytest exit status 5 ("no tests collected") is a failure here, never a pass.
 test: install
@@ -130,10 +130,10 @@ ui: $(STAMP)
 	  --default-artifact-root $(RESULTS)/mlartifacts
 
 bench-solver: install
-	$(PY) -m joker.bench.solver_bench $(ARGS)
+	$(PY) -m benchmarks.solver_bench $(ARGS)
 
 bench-data: install
-	$(PY) -m joker.data.bench $(ARGS)
+	$(PY) -m benchmarks.data_bench $(ARGS)
 
 # The services of `make cluster-up` (scripts/cluster.py): Debian packages
 # installed when missing, every daemon on 127.0.0.1 or a private socket,
