@@ -31,7 +31,6 @@ a plateau test (EigenPro3 has no stopping rule).
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import inspect
 import sys
@@ -41,7 +40,8 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from .base import CHECK_ROWS, Adapter, Budget, capture_output, relative_plateau, torch_threads
+from .base import CHECK_ROWS, Budget, capture_output, torch_threads
+from .epochwise import EpochAdapter, largest_fitting, torch_default_dtype
 
 __all__ = ["EigenPro3Adapter", "HostBatches", "cap_batch", "eigenpro3_gpu_bytes", "import_eigenpro3"]
 
@@ -156,19 +156,7 @@ class HostBatches:
             yield self.X[start:start + self.batch], self.Y[start:start + self.batch]
 
 
-@contextlib.contextmanager
-def _default_dtype(dtype: Any) -> Iterator[None]:
-    import torch
-
-    before = torch.get_default_dtype()
-    torch.set_default_dtype(dtype)
-    try:
-        yield
-    finally:
-        torch.set_default_dtype(before)
-
-
-class EigenPro3Adapter(Adapter):
+class EigenPro3Adapter(EpochAdapter):
     """EigenPro3 kernel regression, also used for classification on -1/+1 (one-hot) targets.
 
     Options
@@ -261,11 +249,7 @@ class EigenPro3Adapter(Adapter):
         limit = int(GPU_WORK_SHARE * budget.gpu_bytes) if self.on_gpu else budget.host_bytes
         p = self.options["n_centers"]
         if p is None:
-            lo, hi = 1, min(n, int(self.options["max_centers"]))
-            while lo < hi:  # largest p with est(p) <= limit (est is increasing in p)
-                mid = (lo + hi + 1) // 2
-                lo, hi = (mid, hi) if self._est_bytes(mid, n, d) <= limit else (lo, mid - 1)
-            p = lo
+            p = largest_fitting(lambda m: self._est_bytes(m, n, d), min(n, int(self.options["max_centers"])), limit)
         p = min(int(p), n)
         s, q = self._nystrom(n)
         plan = {"n_centers": p, "epochs": int(self.options["epochs"]), "n_nystrom": s,
@@ -275,13 +259,6 @@ class EigenPro3Adapter(Adapter):
         return plan
 
     # --------------------------------------------------------------- fit / predict
-
-    def _targets(self, target: np.ndarray) -> np.ndarray:
-        if self.task == "multiclass":
-            Y = -np.ones((len(target), len(self.classes_)))
-            Y[np.arange(len(target)), target] = 1.0
-            return Y
-        return target[:, None]
 
     def _fit(self, X: np.ndarray, target: np.ndarray) -> None:
         import torch
@@ -302,7 +279,7 @@ class EigenPro3Adapter(Adapter):
         self._kernel = lambda a, b: gaussian(a, b, bandwidth=sigma)
         s, q = self._nystrom(n)  # for this fit's n (plan() may have been for more rows)
         started = time.perf_counter()
-        with torch_threads(self.n_threads), _default_dtype(tdtype), capture_output() as lines:
+        with torch_threads(self.n_threads), torch_default_dtype(tdtype), capture_output() as lines:
             self._upstream_log = lines
             torch.manual_seed(self.seed)
             nystrom = Xt[torch.randperm(n)[:s]]  # what KernelModel draws by default
@@ -325,9 +302,7 @@ class EigenPro3Adapter(Adapter):
             for epoch in range(int(self.options["epochs"])):
                 model.epoch = epoch
                 model.fit_epoch(model.train_loaders)
-                err = self._train_error(X[check_rows], target[check_rows])
-                self._history.append({"epoch": epoch + 1, "seconds": time.perf_counter() - started,
-                                      self._metric: err})
+                self._record_epoch(X[check_rows], target[check_rows], started)
         self.plan_ = {**self.plan_, "n_nystrom_used": s, "preconditioner_level_used": q,
                       "batch_size": int(model.batch_size),
                       "lr": float(model.lr)}
@@ -351,18 +326,6 @@ class EigenPro3Adapter(Adapter):
 
     def _decision_batch(self) -> int:
         return min(8192, int(self.options["max_batch"])) if self.on_gpu else 8192
-
-    @property
-    def _metric(self) -> str:
-        return "rmse" if self.task == "regression" else "error_rate"
-
-    def _train_error(self, X: np.ndarray, target: np.ndarray) -> float:
-        scores = self._decision(X)
-        if self.task == "regression":
-            return float(np.sqrt(np.mean((scores - target) ** 2)))
-        if self.task == "binary":
-            return float(np.mean((scores > 0) != (target > 0)))
-        return float(np.mean(np.argmax(scores, axis=1) != target))
 
     def _decision(self, X: np.ndarray) -> np.ndarray:
         """``k(X, centres) @ weights`` with EigenPro3's kernel function, in row batches (at most ``max_batch`` on a GPU)."""
@@ -392,16 +355,3 @@ class EigenPro3Adapter(Adapter):
             "regulariser": "none (early stopping by epochs)",
             "compat_shims": list(SHIMS),
         }
-
-    def _convergence(self) -> dict[str, Any]:
-        errors = [h[self._metric] for h in self._history]
-        converged = relative_plateau(errors, self.options["plateau_rtol"])
-        if converged is None:
-            reason = "fewer than two epochs"
-        else:
-            change = abs(errors[-1] - errors[-2]) / max(abs(errors[-2]), 1e-12)
-            reason = (f"early-stopped after {len(errors)} epochs (no regulariser, no stopping rule); training "
-                      f"{self._metric} {'plateaued' if converged else 'still moving'}: relative change "
-                      f"{change:.2e} in the last epoch (rtol {self.options['plateau_rtol']})")
-        return {"converged": converged, "reason": reason, "history": list(self._history),
-                "final": errors[-1] if errors else None, "epochs": len(errors)}
