@@ -26,9 +26,13 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from .base import Adapter, relative_plateau
+from .base import Adapter, Budget, relative_plateau
 
-__all__ = ["EpochAdapter", "largest_fitting", "torch_default_dtype"]
+__all__ = ["EpochAdapter", "GPU_WORK_SHARE", "largest_fitting", "torch_default_dtype"]
+
+#: Share of the GPU budget an EigenPro device estimate may take (the allocator is capped at the budget;
+#: the rest absorbs its rounding and upstream temporaries, as Falkon's ``max_gpu_mem`` does).
+GPU_WORK_SHARE = 0.75
 
 
 def largest_fitting(est_bytes: Callable[[int], int], hi: int, limit: int) -> int:
@@ -72,10 +76,27 @@ def torch_default_dtype(dtype: Any) -> Iterator[None]:
 class EpochAdapter(Adapter):
     """Base of the adapters whose solver runs a fixed number of epochs (no regulariser, no stopping rule).
 
-    Subclasses keep the options ``epochs`` and ``plateau_rtol`` and call
-    :meth:`_record_epoch` after every epoch; :meth:`_decision` gives the
-    scores the training error is computed from.
+    Subclasses keep the options ``n_centers``, ``max_centers``, ``epochs``
+    and ``plateau_rtol``, implement ``_est_bytes(p, n, d)`` (used by
+    :meth:`_model_size`) and call :meth:`_record_epoch` after every epoch;
+    :meth:`_decision` gives the scores the training error is computed from.
     """
+
+    def _est_bytes(self, p: int, n: int, d: int) -> int:
+        """Working memory with ``p`` centres on the budgeted device, bytes (non-decreasing in ``p``)."""
+        raise NotImplementedError
+
+    def _model_size(self, budget: Budget, n: int, d: int) -> int:
+        """The model size P: option ``n_centers``, else the largest ``p <= min(n, max_centers)`` that fits.
+
+        On a GPU the estimate may take ``GPU_WORK_SHARE`` of the GPU budget;
+        on the CPU all of the host budget. Capped by ``n``.
+        """
+        limit = int(GPU_WORK_SHARE * budget.gpu_bytes) if self.on_gpu else budget.host_bytes
+        p = self.options["n_centers"]
+        if p is None:
+            p = largest_fitting(lambda m: self._est_bytes(m, n, d), min(n, int(self.options["max_centers"])), limit)
+        return min(int(p), n)
 
     def _targets(self, target: np.ndarray) -> np.ndarray:
         """Targets as EigenPro fits them: ``(n, 1)`` values, or ``(n, C)`` one-hot -1/+1 columns (multiclass)."""
