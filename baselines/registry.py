@@ -39,6 +39,7 @@ ADAPTERS: dict[str, str] = {
     "falkon": "baselines.falkon:FalkonAdapter",
     "logfalkon": "baselines.logfalkon:LogFalkonAdapter",
     "eigenpro3": "baselines.eigenpro3:EigenPro3Adapter",
+    "eigenpro4": "baselines.eigenpro4:EigenPro4Adapter",
     "thundersvm": "baselines.thundersvm:ThunderSVMAdapter",
     "libsvm": "baselines.libsvm:LibSVMAdapter",
     "ipm-lowrank": "baselines.ipm_lowrank:IPMLowRankAdapter",
@@ -51,6 +52,7 @@ ADAPTERS: dict[str, str] = {
 INSTALL_HINTS: dict[str, str] = {
     "falkon": "make install-falkon",
     "eigenpro3": "make install-eigenpro3",
+    "eigenpro4": "make install-eigenpro4",
     "thundersvm": ".venv/bin/pip install thundersvm-cpu",
 }
 INSTALL_HINTS["logfalkon"] = INSTALL_HINTS["falkon"]
