@@ -39,6 +39,7 @@ ADAPTERS: dict[str, str] = {
     "falkon": "baselines.falkon:FalkonAdapter",
     "logfalkon": "baselines.logfalkon:LogFalkonAdapter",
     "eigenpro3": "baselines.eigenpro3:EigenPro3Adapter",
+    "eigenpro4": "baselines.eigenpro4:EigenPro4Adapter",
     "thundersvm": "baselines.thundersvm:ThunderSVMAdapter",
     "libsvm": "baselines.libsvm:LibSVMAdapter",
     "ipm-lowrank": "baselines.ipm_lowrank:IPMLowRankAdapter",

@@ -5,7 +5,7 @@ Usage::
     python -m benchmarks.gpu_check [HYDRA OVERRIDES...]
 
 Runs the sweep ``sweeps/gpu-check.yaml`` (HEPC, ijcnn1, Skin at full size;
-joker-exact, joker-inexact, falkon, logfalkon, eigenpro3; gpu-2g and
+joker-exact, joker-inexact, falkon, logfalkon, eigenpro3, eigenpro4; gpu-2g and
 gpu-10g; the caps are in that file) like any sweep, so every trial is an
 MLflow run of the experiment ``gpu-check``. Then it reads the runs of that
 multirun back and prints one table: method, dataset, budget, status, the

@@ -23,6 +23,7 @@ CONTRACT_CASES: dict[str, tuple[str, dict[str, Any]]] = {
     "falkon": ("squared", {}),
     "logfalkon": ("logistic", {}),
     "eigenpro3": ("squared", {"max_centers": 500, "epochs": 3}),
+    "eigenpro4": ("squared", {"max_centers": 500, "epochs": 8}),
     "thundersvm": ("hinge", {}),
     "libsvm": ("hinge", {}),
     "ipm-lowrank": ("hinge", {"max_components": 256}),

@@ -78,9 +78,9 @@ def test_thundersvm_agrees_with_libsvm(problem, lam):
     np.testing.assert_allclose(thunder.decision_function(X_test), libsvm.decision_function(X_test), atol=1e-2)
 
 
-@pytest.mark.parametrize("method", ["falkon", "eigenpro3"])
+@pytest.mark.parametrize("method", ["falkon", "eigenpro3", "eigenpro4"])
 def test_upstream_gaussian_kernel_uses_the_benchmark_sigma(method, problem):
-    """Falkon's GaussianKernel(sigma) and EigenPro3's gaussian(bandwidth=sigma) equal exp(-||x-z||^2/(2 sigma^2))."""
+    """Falkon's GaussianKernel(sigma), EigenPro3's and EigenPro 4's gaussian(bandwidth=sigma) equal exp(-||x-z||^2/(2 sigma^2))."""
     require(method)
     import torch
     from sklearn.metrics.pairwise import rbf_kernel
@@ -94,11 +94,15 @@ def test_upstream_gaussian_kernel_uses_the_benchmark_sigma(method, problem):
 
         kernel = GaussianKernel(sigma=sigma, opt=FalkonOptions(use_cpu=True, keops_active="no"))
         got = kernel(torch.from_numpy(A), torch.from_numpy(B)).numpy()
-    else:
+    elif method == "eigenpro3":
         from baselines.eigenpro3 import import_eigenpro3
 
         import_eigenpro3()
         from eigenpro3.kernels import gaussian
+
+        got = gaussian(torch.from_numpy(A), torch.from_numpy(B), bandwidth=sigma).numpy()
+    else:  # EigenPro 4 sets gamma = 1 / (2 bandwidth^2): bandwidth = sigma
+        from eigenpro.kernels import gaussian
 
         got = gaussian(torch.from_numpy(A), torch.from_numpy(B), bandwidth=sigma).numpy()
     np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-12)

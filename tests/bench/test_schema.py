@@ -13,7 +13,8 @@ from joker.bench.config.seeds import derive_seed
 export_conf_env()
 register_configs()
 
-METHODS = ["joker-exact", "joker-inexact", "falkon", "logfalkon", "eigenpro3", "thundersvm", "libsvm", "ipm-lowrank", "sodm"]
+METHODS = ["joker-exact", "joker-inexact", "falkon", "logfalkon", "eigenpro3", "eigenpro4", "thundersvm", "libsvm",
+           "ipm-lowrank", "sodm"]
 
 
 def _compose(name="smoke", overrides=()):

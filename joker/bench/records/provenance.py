@@ -18,7 +18,7 @@ from ..config.paths import repo_root
 #: Distributions whose versions are tagged on every trial (``versions.<name>``).
 TRACKED_PACKAGES = (
     "joker-bench", "numpy", "scipy", "torch", "scikit-learn", "falkon",
-    "eigenpro3", "thundersvm-cpu", "thundersvm", "pykeops", "hydra-core",
+    "eigenpro3", "eigenpro", "thundersvm-cpu", "thundersvm", "pykeops", "hydra-core",
     "mlflow", "threadpoolctl",
 )
 
