@@ -524,9 +524,10 @@ class JokerRegressor(RegressorMixin, _JokerBase):
         NaN/inf or empty input, X/y length mismatch, invalid parameters,
         wrong number of features at predict time, targets too large for
         ``dtype`` (within a factor 1024 of its largest number, 3.4e38 for
-        float32).
+        float32), ``sample_weight`` not of shape (n_samples,), negative,
+        NaN/inf or zero for every sample.
     TypeError
-        Non-numeric parameters or inputs.
+        Non-numeric parameters, inputs or weights.
     """
 
     _losses = REGRESSION_LOSSES
