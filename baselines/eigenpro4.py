@@ -28,11 +28,13 @@ Choices made for the library (``describe()["conversions"]``):
 
 - Data preconditioner (``n_data_pcd_nyst_samples`` ``s``,
   ``n_data_pcd_eigenvals`` ``q``): ``solver.fit`` sets the batch to
-  ``min(10000, c)`` with the critical batch ``c = int(beta / lambda_q)``
-  and projects every ``T = (2 - 1) P // c`` batches; ``T = 0`` (``c > P``:
-  HEPC at ``q = 150`` has ``c`` = 18,850 for 3,000 Nystroem rows, Skin
-  8.8e8) divides by zero, and ``lambda_q <= 0`` (float32 noise on Skin)
-  gives a negative batch. The adapter computes the eigensystem once with
+  ``min(10000, c)`` with the critical batch ``c = int(beta / lambda_q)``,
+  adds every batch as temporary centres (room: ``(2 - 1) P``) and projects
+  every ``T = (2 - 1) P // c`` batches. With ``c > P`` (HEPC at ``q =
+  150`` has ``c`` = 18,850 for 3,000 Nystroem rows, Skin 8.8e8) a batch
+  larger than P overflows that room (``ValueError: Out of capacity for new
+  centers``) or, when ``P >= 10000``, ``T = 0`` divides by zero; ``lambda_q
+  <= 0`` (float32 noise on Skin) gives a negative batch. The adapter computes the eigensystem once with
   EigenPro's own ``eigenpro.utils.keigh.top_eigensystem`` on the very rows
   ``solver.fit`` draws (it seeds NumPy's global generator from the
   adapter's ``seed`` and replays the draw), keeps the largest ``q <=
@@ -118,8 +120,9 @@ SHIMS = (
 )
 #: How the preconditioner levels are chosen (``describe()``).
 LEVEL_RULE = ("data level: largest q <= data_level with lambda_q > 0 and critical batch int(beta/lambda_q) <= P, "
-              "so that solver.fit's projection interval T = P // critical batch is >= 1 (T = 0 divides by zero "
-              "upstream); model level: min(model_level, data level)")
+              "so that solver.fit's batch min(10000, critical batch) fits its room for P temporary centres "
+              "(else 'Out of capacity' upstream) and its projection interval T = P // critical batch is >= 1 "
+              "(T = 0 divides by zero upstream); model level: min(model_level, data level)")
 
 
 def import_eigenpro4() -> types.SimpleNamespace:
@@ -211,8 +214,11 @@ def level_for_projection(values: Any, beta: Any, p: int) -> int:
 
     ``eigenpro.preconditioner.Preconditioner.critical_batch_size`` is
     ``int(beta / lambda_q)`` (``lambda_q`` the smallest of its ``q + 1``
-    eigenvalues) and ``solver.fit`` projects every ``T = (c - 1) P //
-    critical`` batches (``c = TMP_CENTERS_COEFF``).
+    eigenvalues); ``solver.fit`` takes batches of ``min(MAX_BATCH,
+    critical)`` rows, adds each as temporary centres (room ``(c - 1) P``,
+    ``c = TMP_CENTERS_COEFF``) and projects every ``T = (c - 1) P //
+    critical`` batches. A critical batch of at most ``(c - 1) P`` keeps
+    both within bounds (``T >= 1``, batch <= room).
 
     Parameters
     ----------
@@ -408,7 +414,7 @@ class EigenPro4Adapter(EpochAdapter):
                     raise AdapterError(
                         f"eigenpro4: no data preconditioner level in 1..{q_max} has a critical batch "
                         f"beta/lambda_q <= P = {p} (level 1: {float(spectrum.beta / spectrum.values[1]):.3g}); "
-                        f"solver.fit's projection interval P // critical batch would be 0")
+                        f"solver.fit's batch would overflow its room for P temporary centres")
                 q_m = min(q_m_max, q)
                 silent = functools.partial(tqdm, disable=True)
                 model = ep.skm.create_sharded_kernel_machine(Xt[centre_idx], Y.shape[1], kernel, device,
