@@ -26,23 +26,39 @@ Nystroem and temporary parts, which are zero after the last projection).
 
 Choices made for the library (``describe()["conversions"]``):
 
-- Data preconditioner (``n_data_pcd_nyst_samples`` ``s``,
-  ``n_data_pcd_eigenvals`` ``q``): ``solver.fit`` sets the batch to
-  ``min(10000, c)`` with the critical batch ``c = int(beta / lambda_q)``
-  and projects every ``T = (2 - 1) P // c`` batches; ``T = 0`` (``c > P``:
-  HEPC at ``q = 150`` has ``c`` = 18,850 for 3,000 Nystroem rows, Skin
-  8.8e8) divides by zero, and ``lambda_q <= 0`` (float32 noise on Skin)
-  gives a negative batch. The adapter computes the eigensystem once with
-  EigenPro's own ``eigenpro.utils.keigh.top_eigensystem`` on the very rows
+- Preconditioner levels (``n_data_pcd_eigenvals`` ``q``,
+  ``n_model_pcd_eigenvals`` ``q_m``). ``solver.fit`` takes SGD batches of
+  ``min(10000, c)`` rows with the critical batch ``c = int(beta /
+  lambda_q)`` of its data preconditioner (``s`` Nystroem rows), adds each
+  batch as temporary centres (room: ``(2 - 1) P``) and projects them onto
+  the centres every ``T = (2 - 1) P // c`` batches. Two failures follow
+  from upstream's defaults (``q = q_m = 150``, ``s = s_m = 3000``) with a
+  Gaussian kernel, whose spectrum falls fast:
+
+  * ``c > P`` (HEPC: ``c`` = 18,850; Skin 8.8e8): a batch larger than P
+    overflows the room (``ValueError: Out of capacity for new centers``)
+    or, when ``P >= 10000``, ``T = 0`` divides by zero; ``lambda_q <= 0``
+    (float32 noise on Skin) gives a negative batch.
+  * ``c`` above about half the Nystroem size: the fit diverges, upstream
+    alone and in float64 too (measured on 20,000 HEPC rows, P = 2,000,
+    ``s`` = 1,000: ``c`` = 430 and 648 converge, 1,044, 1,281 and 1,994
+    diverge within one epoch; ``s`` = 3,000: ``c`` = 1,285 converges,
+    4,989 diverges; a9a at upstream's defaults, ``c`` = 4,776, diverges).
+    The critical batch is ``beta / lambda_q`` from a Nystroem estimate of
+    ``lambda_q``, which ``s`` rows resolve only well above ``beta / s``;
+    past that the batch, and with it the step, is too large.
+
+  So the adapter computes both eigensystems once, with EigenPro's own
+  ``eigenpro.utils.keigh.top_eigensystem``, on the very rows
   ``solver.fit`` draws (it seeds NumPy's global generator from the
-  adapter's ``seed`` and replays the draw), keeps the largest ``q <=
-  data_level`` with ``lambda_q > 0`` and ``c <= P`` (at least 1), and lets
-  ``solver.fit`` read that same eigensystem (:class:`EigensystemOnce`: no
-  second ``eigh``). Problems where ``data_level`` already fits run as
-  upstream.
-- Model preconditioner (``n_model_pcd_*``): its Nystroem rows are a random
-  subset of the centres, themselves a random subset of the training rows,
-  so its level is ``min(model_level, q)`` with the data level ``q`` above.
+  adapter's ``seed`` and replays ``solver.fit``'s two draws: the data
+  Nystroem rows, then, for the model preconditioner, a subset of the
+  centres), keeps for each the largest level ``<= data_level`` /
+  ``model_level`` with ``lambda > 0`` and a critical batch at most
+  ``max_critical_ratio`` (0.5) times its Nystroem size, the data level's
+  also at most P (:func:`level_for`), and lets ``solver.fit`` read those
+  eigensystems (:class:`EigensystemOnce`: no second ``eigh``). Problems
+  where upstream's levels already qualify run as upstream.
 - ``accumulated_gradients``: ``True`` when the centres are a subset of the
   data (upstream's rule), ``False`` when ``P = n`` and the centres are the
   training rows in order.
@@ -60,7 +76,7 @@ Compatibility shims (per fit, restored afterwards; listed in ``describe()``):
   ``x, y`` it is given (at most ``CHECK_ROWS`` training rows, never test
   data).
 - ``eigenpro.utils.keigh.top_eigensystem``: served from the adapter's
-  eigensystem for the data preconditioner (above); other calls unchanged.
+  eigensystems of both preconditioners (above); other calls unchanged.
 - ``torch.set_default_dtype(dtype)`` during the fit: EigenPro allocates the
   Nystroem weights and ``fmm.KmV``'s output with torch's default dtype
   (float64 fits would mix dtypes otherwise).
@@ -96,7 +112,7 @@ import numpy as np
 from .base import CHECK_ROWS, AdapterError, Budget, capture_output, torch_threads
 from .epochwise import EpochAdapter, torch_default_dtype
 
-__all__ = ["EigenPro4Adapter", "EigensystemOnce", "eigenpro4_bytes", "import_eigenpro4", "level_for_projection"]
+__all__ = ["EigenPro4Adapter", "EigensystemOnce", "eigenpro4_bytes", "import_eigenpro4", "level_for"]
 
 #: ``solver.fit``'s largest SGD batch (``min(10_000, critical batch)``), also the projection's.
 MAX_BATCH = 10_000
@@ -112,14 +128,16 @@ SHIMS = (
     "eigenpro.solver.tqdm, eigenpro.projector.tqdm -> tqdm(disable=True) (no progress bars in trial logs)",
     "eigenpro.solver.metrics.get_performance -> the adapter's per-epoch training error on the x, y given "
     "(<= CHECK_ROWS training rows)",
-    "eigenpro.utils.keigh.top_eigensystem: the data preconditioner's eigensystem computed once by the adapter "
-    "(level choice) and read by solver.fit",
+    "eigenpro.utils.keigh.top_eigensystem: both preconditioners' eigensystems computed once by the adapter "
+    "(level choice, on the rows solver.fit draws) and read by solver.fit",
     "torch default dtype = the fit's dtype during the fit (Nystroem weights, fmm.KmV outputs)",
 )
 #: How the preconditioner levels are chosen (``describe()``).
-LEVEL_RULE = ("data level: largest q <= data_level with lambda_q > 0 and critical batch int(beta/lambda_q) <= P, "
-              "so that solver.fit's projection interval T = P // critical batch is >= 1 (T = 0 divides by zero "
-              "upstream); model level: min(model_level, data level)")
+LEVEL_RULE = ("largest level q <= data_level (model_level) with lambda_q > 0 and critical batch int(beta/lambda_q) "
+              "<= max_critical_ratio x its Nystroem size (beyond it EigenPro 4 diverged: the Nystroem estimate of "
+              "lambda_q is unreliable) and, for the data level, <= P: solver.fit's batch min(10000, critical batch) "
+              "must fit its room for P temporary centres ('Out of capacity' upstream) and its projection interval "
+              "T = P // critical batch be >= 1 (T = 0 divides by zero upstream)")
 
 
 def import_eigenpro4() -> types.SimpleNamespace:
@@ -206,13 +224,17 @@ def eigenpro4_bytes(n: int, p: int, d: int, s_data: int, q_data: int, s_model: i
     return int(dtype_bytes * (device + n * (d + C) + s_max * s_max) + INDEX_BYTES * (n + p))
 
 
-def level_for_projection(values: Any, beta: Any, p: int) -> int:
-    """Largest data preconditioner level whose critical batch gives EigenPro 4 a projection interval >= 1.
+def level_for(values: Any, beta: Any, limit: int) -> int:
+    """Largest preconditioner level whose critical batch is at most ``limit`` rows.
 
     ``eigenpro.preconditioner.Preconditioner.critical_batch_size`` is
-    ``int(beta / lambda_q)`` (``lambda_q`` the smallest of its ``q + 1``
-    eigenvalues) and ``solver.fit`` projects every ``T = (c - 1) P //
-    critical`` batches (``c = TMP_CENTERS_COEFF``).
+    ``int(beta / lambda_q)`` with ``lambda_q`` the smallest of its ``q + 1``
+    eigenvalues (``values[q]`` here). The adapter's limits (module notes):
+    ``max_critical_ratio`` times the Nystroem size, and for the data
+    preconditioner also ``(c - 1) P`` (``c = TMP_CENTERS_COEFF``), which
+    keeps ``solver.fit``'s batch ``min(MAX_BATCH, critical)`` within its
+    room for temporary centres and its projection interval ``(c - 1) P //
+    critical >= 1``.
 
     Parameters
     ----------
@@ -220,35 +242,34 @@ def level_for_projection(values: Any, beta: Any, p: int) -> int:
         The top eigenvalues of the normalised Nystroem kernel, descending.
     beta : tensor or float
         The eigensystem's ``beta`` (largest kernel diagonal entry).
-    p : int
-        Number of centres P.
+    limit : int
+        Largest critical batch allowed.
 
     Returns
     -------
     int
         The largest ``q`` in ``1..q_max`` with ``lambda_q > 0`` and ``1 <=
-        int(beta / lambda_q) <= (c - 1) P`` (the same tensor arithmetic as
+        int(beta / lambda_q) <= limit`` (the same tensor arithmetic as
         upstream), or 0 when none qualifies.
     """
-    room = (TMP_CENTERS_COEFF - 1) * int(p)
     for q in range(len(values) - 1, 0, -1):
         tail = values[q]
-        if float(tail) > 0 and math.isfinite(float(beta / tail)) and 1 <= int(beta / tail) <= room:
+        if float(tail) > 0 and math.isfinite(float(beta / tail)) and 1 <= int(beta / tail) <= int(limit):
             return q
     return 0
 
 
 class EigensystemOnce:
-    """``eigenpro.utils.keigh.top_eigensystem``, computed once for one set of Nystroem rows and sliced for lower levels.
+    """``eigenpro.utils.keigh.top_eigensystem``, computed once per set of Nystroem rows and sliced for lower levels.
 
-    The first call computes the top ``q`` eigensystem with the upstream
-    function; a later call with equal samples (``torch.equal``), the same
-    kernel function object and ``q`` at most that gets a new
-    ``KernelEigenSystem`` of the leading ``q + 1`` eigenvalues and ``q``
-    eigenvectors of the stored one (the same eigenpairs, no second
-    ``eigh``); a fresh object, since ``Preconditioner.change_type`` converts
-    it in place. Any other call (the model preconditioner's) is computed by
-    the upstream function.
+    :meth:`compute` runs the upstream function and stores the result; a
+    call (as ``solver.fit`` makes through ``Preconditioner``) with samples
+    equal to stored ones (``torch.equal``), the same kernel function object
+    and a level at most the stored one gets a new ``KernelEigenSystem`` of
+    the leading ``q + 1`` eigenvalues and ``q`` eigenvectors (the same
+    eigenpairs, no second ``eigh``; a fresh object, since
+    ``Preconditioner.change_type`` converts it in place). Any other call is
+    passed to the upstream function.
 
     Parameters
     ----------
@@ -258,36 +279,30 @@ class EigensystemOnce:
 
     def __init__(self, modules: types.SimpleNamespace) -> None:
         self._keigh, self._eigh = modules.keigh, modules.eigh
-        self._compute = modules.keigh.top_eigensystem
-        self._stored: tuple[Any, Any, int, Any, Any, Any] | None = None
-        #: Calls served from the stored eigensystem.
+        self._upstream = modules.keigh.top_eigensystem
+        self._stored: list[tuple[Any, Any, int, Any, Any, Any]] = []
+        #: Calls served from a stored eigensystem.
         self.hits = 0
+
+    def compute(self, samples: Any, q: int, kernel_fn: Any) -> tuple[Any, Any]:
+        """Compute and store the top-``q`` eigensystem; return ``(values (q + 1,), beta)``."""
+        import torch
+
+        system = self._upstream(samples, q, kernel_fn)
+        values = torch.cat([system.values, system.min_value.reshape(1)])
+        self._stored.append((samples, kernel_fn, int(q), values, system.vectors.clone(), system.beta))
+        return values, system.beta
 
     def __call__(self, samples: Any, q: int, kernel_fn: Any) -> Any:
         import torch
 
-        stored = self._stored
-        if stored is not None and stored[1] is kernel_fn and q <= stored[2] and samples.shape == stored[0].shape \
-                and samples.device == stored[0].device and torch.equal(samples, stored[0]):
-            _, _, _, values, vectors, beta = stored
-            self.hits += 1
-            return self._keigh.KernelEigenSystem(self._eigh.EigenSystem(values[:q + 1].clone(),
-                                                                        vectors[:, :q].clone()), beta)
-        system = self._compute(samples, q, kernel_fn)
-        if stored is None:
-            values = torch.cat([system.values, system.min_value.reshape(1)])
-            self._stored = (samples, kernel_fn, int(q), values, system.vectors.clone(), system.beta)
-        return system
-
-    @property
-    def values(self) -> Any:
-        """The stored ``q_max + 1`` eigenvalues, descending (after the first call)."""
-        return self._stored[3]
-
-    @property
-    def beta(self) -> Any:
-        """The stored eigensystem's ``beta``."""
-        return self._stored[5]
+        for stored, fn, q_max, values, vectors, beta in self._stored:
+            if fn is kernel_fn and q <= q_max and samples.shape == stored.shape and samples.device == stored.device \
+                    and torch.equal(samples, stored):
+                self.hits += 1
+                return self._keigh.KernelEigenSystem(self._eigh.EigenSystem(values[:q + 1].clone(),
+                                                                            vectors[:, :q].clone()), beta)
+        return self._upstream(samples, q, kernel_fn)
 
 
 class _EpochMetrics:
@@ -323,6 +338,10 @@ class EigenPro4Adapter(EpochAdapter):
     n_nystrom_model : int, default 3000
         Nystroem centres of the model preconditioner (upstream default; capped by P).
     model_level : int, default 150
+    max_critical_ratio : float, default 0.5
+        Largest critical batch ``beta / lambda_q`` of a preconditioner, as
+        a fraction of its Nystroem size (module notes: beyond it the fits
+        diverged).
     plateau_rtol : float, default 1e-3
     check_divergence : bool, default True
     """
@@ -333,7 +352,7 @@ class EigenPro4Adapter(EpochAdapter):
     losses = {"regression": ("squared",), "binary": ("squared",), "multiclass": ("squared",)}
     devices = ("cpu", "cuda")
     option_defaults = {"n_centers": None, "max_centers": 20_000, "epochs": 10, "n_nystrom_data": 3000,
-                       "data_level": 150, "n_nystrom_model": 3000, "model_level": 150, "plateau_rtol": 1e-3,
+                       "data_level": 150, "n_nystrom_model": 3000, "model_level": 150, "max_critical_ratio": 0.5, "plateau_rtol": 1e-3,
                        "check_divergence": True}
     signal = "training error per epoch"
     check_divergence = True
@@ -399,17 +418,26 @@ class EigenPro4Adapter(EpochAdapter):
                 np.random.seed(self.seed)
                 torch.manual_seed(self.seed)
                 replay = np.random.get_state()
-                nystrom = Xt[np.random.choice(n, s, replace=False)].to(device.device_base)  # solver.fit's first draw
+                # solver.fit's draws, in its order: data Nystroem rows, then (first projection) centres
+                nystrom = Xt[np.random.choice(n, s, replace=False)].to(device.device_base)
+                model_rows = None if every_row else np.random.choice(p, s_m, replace=False)
                 np.random.set_state(replay)
+                ratio = float(self.options["max_critical_ratio"])
+                limit = min((TMP_CENTERS_COEFF - 1) * p, int(ratio * s))
                 spectrum = EigensystemOnce(ep)
-                spectrum(nystrom, q_max, kernel)
-                q = level_for_projection(spectrum.values, spectrum.beta, p)
+                values, beta = spectrum.compute(nystrom, q_max, kernel)
+                q = level_for(values, beta, limit)
                 if q == 0:
                     raise AdapterError(
                         f"eigenpro4: no data preconditioner level in 1..{q_max} has a critical batch "
-                        f"beta/lambda_q <= P = {p} (level 1: {float(spectrum.beta / spectrum.values[1]):.3g}); "
-                        f"solver.fit's projection interval P // critical batch would be 0")
-                q_m = min(q_m_max, q)
+                        f"beta/lambda_q <= min(P, {ratio} x {s} Nystroem rows) = {limit} "
+                        f"(level 1: {float(beta / values[1]):.3g})")
+                critical = int(beta / values[q])
+                q_m = q_m_max
+                if model_rows is not None:  # the model preconditioner is only built for projections
+                    centre_rows = Xt[centre_idx][model_rows].to(device.device_base)
+                    values_m, beta_m = spectrum.compute(centre_rows, q_m_max, kernel)
+                    q_m = max(1, level_for(values_m, beta_m, int(ratio * s_m)))
                 silent = functools.partial(tqdm, disable=True)
                 model = ep.skm.create_sharded_kernel_machine(Xt[centre_idx], Y.shape[1], kernel, device,
                                                              dtype=tdtype, tmp_centers_coeff=TMP_CENTERS_COEFF)
@@ -425,7 +453,6 @@ class EigenPro4Adapter(EpochAdapter):
                                   epochs=int(self.options["epochs"]), accumulated_gradients=not every_row)
         finally:
             np.random.set_state(numpy_state)
-        critical = int(spectrum.beta / spectrum.values[q])
         self.plan_ = {**self.plan_, "n_centers_used": p, "data_level_used": q, "model_level_used": q_m,
                       "critical_batch": critical, "batch_size": min(MAX_BATCH, critical),
                       "projection_interval": (TMP_CENTERS_COEFF - 1) * p // critical,

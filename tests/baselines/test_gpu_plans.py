@@ -14,6 +14,7 @@ import pytest
 from adapterutil import skip_unavailable
 from baselines.base import MIB, Budget, BudgetError
 from baselines.eigenpro3 import EigenPro3Adapter, HostBatches, cap_batch, eigenpro3_gpu_bytes
+from baselines.eigenpro4 import EigenPro4Adapter, eigenpro4_bytes
 from baselines.falkon import FalkonAdapter, falkon_gpu_plan
 from baselines.joker_solver import JokerExactAdapter, JokerInexactAdapter, joker_exact_bytes, joker_inexact_bytes
 from baselines.logfalkon import LogFalkonAdapter
@@ -92,6 +93,24 @@ def test_eigenpro3_gpu_plan_keeps_the_data_on_the_host(dataset, bname):
     assert p == 20_000 or eigenpro3_gpu_bytes(p + 1, d, s, q, 8192, 4) > room
     # the training data stay on the host: ten times the rows cost the device nothing more
     assert make(EigenPro3Adapter, task).plan(b, 10 * n, d)["est_bytes"] == plan["est_bytes"]
+
+
+@pytest.mark.parametrize("dataset,bname", CASES)
+def test_eigenpro4_gpu_plan_keeps_the_data_on_the_host(dataset, bname):
+    task, n, d = DATASETS[dataset]
+    b = budget(bname)
+    plan = make(EigenPro4Adapter, task).plan(b, n, d)
+    p = plan["n_centers"]
+    assert (plan["n_nystrom_data"], plan["data_level"], plan["n_nystrom_model"], plan["model_level"]) == \
+        (3000, 150, 3000, 150)
+    assert plan["max_batch"] == min(10_000, p) and "training data on the host" in plan["on_device"]
+    room = 0.75 * b.gpu_bytes
+    assert plan["est_bytes"] == eigenpro4_bytes(n, p, d, 3000, 150, 3000, 150, 4, on_gpu=True) <= room
+    assert p == 20_000 or eigenpro4_bytes(n, p + 1, d, 3000, 150, 3000, 150, 4, on_gpu=True) > room
+    # the training data stay on the host: ten times the rows cost the device nothing more
+    assert make(EigenPro4Adapter, task).plan(b, 10 * n, d)["est_bytes"] == plan["est_bytes"]
+    # ... and the host estimate of the same P holds them
+    assert eigenpro4_bytes(n, p, d, 3000, 150, 3000, 150, 4) > plan["est_bytes"] + 4 * n * d
 
 
 def test_eigenpro3_gpu_bytes_by_hand():
