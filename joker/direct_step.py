@@ -103,11 +103,18 @@ class DirectStep:
             if isinstance(qp, numbers.Real):
                 self.lp, self.qp = broadcast_like(lp, Y), float(qp)
         self.newton_only = self.lp is not None and not self.boxed and not self.finite_radius
+        # the per-sample tensors a visit reads, stacked: one gather per block
+        parts = [self.lp if self.lp is not None else Y] + ([run.ilo, run.ihi] if self.boxed else [])
+        self.consts = None if self.newton_only else torch.stack([broadcast_like(p, Y) for p in parts], -1)
         self.delta = torch.finfo(dtype).eps * run.bs * op.diag_bound
         self.tiny = torch.finfo(dtype).tiny
         self.max_res = torch.zeros(self.n_out, dtype=dtype, device=device)
-        # per output: accepted steps, tried steps (a predicted decrease), visits that ran the solve
-        self.tally = torch.zeros((3, self.n_out), dtype=torch.long, device=device)
+        # per output: visits that moved, accepted and tried (a predicted decrease) iterations, visits that
+        # ran the solve, and those still running at their last iteration (the budget rule,
+        # _Run.adapt_cg_budget)
+        self.tally = torch.zeros((5, self.n_out), dtype=torch.long, device=device)
+        self._never = torch.zeros(self.n_out, dtype=torch.bool, device=device)
+        self.iters = 1  # Newton iterations per visit (doubled by adapt, up to max_tr_iter)
         self.moved = torch.zeros((), dtype=torch.long, device=device)  # blocks where an output moved
         self.blocks = 0
         k = len(ARC) + 1
@@ -151,11 +158,11 @@ class DirectStep:
         self.blocks += 1
         return accept
 
-    def _count(self, accept, tried, active, res):
+    def _count(self, moved, accepted, tried, visited, starved, res):
         torch.maximum(self.max_res, res, out=self.max_res)
-        self.tally += torch.stack([accept, tried, active])
+        self.tally += torch.stack([moved, accepted, tried, visited, starved])
         if self.n_out > 1:
-            self.moved += accept.any()
+            self.moved += moved.any()
 
     def _newton(self, blk, a, B):
         """No bound, kink or radius: d = Q^-1 g for every output at once (one factorisation)."""
@@ -168,19 +175,18 @@ class DirectStep:
         # model decrease = actual decrease (quadratic h): g.d - d.Q d / 2, Q d = A d - delta d
         dec = (d * torch.add(g, torch.add(A @ d, d, alpha=-delta), alpha=-0.5)).sum(0)
         accept = active & (dec > 0)
-        self._count(accept, accept, active, res)
+        self._count(accept, accept, accept, active, self._never, res)  # exact: never starved
         return d * accept, accept
 
     def _candidates(self, blk, a, B):
         """Box, kink or trust region: per output, the best of the projected Newton points and the Cauchy point."""
-        run = self.run
-        y = run.Y[B] if self.lp is None else None
-        lp = None if self.lp is None else self.lp[B]
-        lo, hi = (run.ilo[B], run.ihi[B]) if self.boxed else (None, None)
+        parts = self.consts[B].unbind(-1)
+        y, lp = (None, parts[0]) if self.lp is not None else (parts[0], None)
+        lo, hi = parts[1:] if self.boxed else (None, None)
         if self.n_out == 1:
-            d, accept, tried, active, res, self.radius = self._column(blk.gram, blk.f, a, y, lp, lo, hi, self.radius)
-            self._count(accept, tried, active, res)
-            return d, accept
+            d, *counts, self.radius = self._column(blk.gram, blk.f, a, y, lp, lo, hi, self.radius)
+            self._count(*counts)
+            return d, counts[0]
         K = blk.gram()
 
         def system(D):
@@ -192,16 +198,43 @@ class DirectStep:
             cols.append(self._column(system, blk.f[:, col], a[:, col], None if y is None else y[:, col],
                                      None if lp is None else lp[:, col], None if lo is None else lo[:, col],
                                      None if hi is None else hi[:, col], self.radius[col]))
-        d, accept, tried, active, res, radius = (torch.cat(v, dim=v[0].dim() - 1) for v in zip(*cols))
-        self.radius = radius
-        self._count(accept, tried, active, res)
-        return d, accept
+        d, *counts, self.radius = (torch.cat(v, dim=v[0].dim() - 1) for v in zip(*cols))
+        self._count(*counts)
+        return d, counts[0]
 
     def _column(self, system, gs, a, y, lp, lo, hi, radius):
-        """The negated step of one output (tensors of shape (b, 1); ``radius`` of shape (1,)).
+        """The negated step of one output over the visit's iterations (tensors of shape (b, 1)).
 
-        ``system(D)`` returns K_BB + D.
+        ``system(D)`` returns K_BB + D; ``radius`` has shape (1,). Iterations
+        after the first re-linearise at the new point and stop (masked) where
+        the block residual fell by ``block_rtol`` or, for an exact model, no
+        decrease was predicted (as ``_Run._visit``).
+
+        Returns
+        -------
+        (d, moved, accepted, tried, visited, starved, res, radius)
+            The negated step, whether it moved, the accepted and tried
+            iterations, whether the visit ran (residual above the skip
+            threshold), whether it was still running at its last iteration
+            (the budget rule), the residual at its start, the new radius.
         """
+        gate = first = None
+        for it in range(self.iters):
+            more = it < self.iters - 1
+            d, accept, tried, active, res, radius, Kd, best = self._step(system, gs, a, y, lp, lo, hi, radius,
+                                                                         gate, first, more)
+            if it == 0:
+                first, visited, d_all, moved, n_acc, n_tried = res, active, d, accept, accept, tried
+            else:
+                d_all, moved = d_all + d, moved | accept
+                n_acc, n_tried = n_acc + accept.long(), n_tried + tried.long()
+            if more:
+                a, gs = a - d, gs - Kd
+                gate = active & (best > 0) if self.loss.quadratic else active
+        return d_all, moved, n_acc, n_tried, visited, active, first, radius
+
+    def _step(self, system, gs, a, y, lp, lo, hi, radius, gate, first, more):
+        """One Newton iteration of one output; ``gate``/``first``: None at the visit's first iteration."""
         run, loss, opts = self.run, self.loss, self.opts
         lam, delta, b = run.lam, self.delta, a.shape[0]
         h0 = None
@@ -221,7 +254,7 @@ class DirectStep:
         z = a - g if lo_e is None else torch.clamp(a - g, lo_e, hi_e)
         r = a - z
         res = torch.linalg.vector_norm(r, math.inf, dim=0)
-        active = res > run.skip_thresh
+        active = res > run.skip_thresh if gate is None else gate & (res > opts.block_rtol * first)
         A = system(self._eye(b, q + delta) if isinstance(q, float) else torch.diag_embed(q.view(-1) + delta))
         As = A
         if lo_e is not None:
@@ -235,28 +268,32 @@ class DirectStep:
         arc = N * self._arc if lo_e is None else a - torch.clamp(a - N * self._arc, lo_e, hi_e)
         D = torch.cat([arc, r], 1)
         QD = torch.add(A @ D, D, alpha=-delta)
-        gD, DQD = (g * D).sum(0), (D * QD).sum(0)
+        gD, DQD = (g * D).sum(0, keepdim=True), (D * QD).sum(0, keepdim=True)  # (1, k)
         # arc points as they are; the gradient direction scaled to the model's minimiser along it (the
         # Cauchy point; t <= 1 keeps it in the box); each within the radius
         t = torch.clamp(gD / DQD.clamp_min(self.tiny), self._t_lo, self._t_hi)
         if self.finite_radius:
-            t = torch.minimum(t, radius / torch.linalg.vector_norm(D, dim=0))
+            t = torch.minimum(t, radius / torch.linalg.vector_norm(D, dim=0, keepdim=True))
         dec = t * torch.addcmul(gD, t, DQD, value=-0.5)  # model decrease of each candidate
-        w = (t * (self._index == dec.argmax())).unsqueeze(1)  # the largest (the full Newton point on a tie)
-        d, best = D @ w, dec.amax()
+        best, j = dec.max(dim=1)  # the largest (the full Newton point on a tie)
+        wT = (t * (self._index == j)).mT
+        d = D @ wT
+        Kd = None
+        if more or not loss.quadratic:  # K d = Q d - q d
+            Qd = QD @ wT
+            Kd = torch.add(Qd, d, alpha=-q) if isinstance(q, float) else torch.addcmul(Qd, q, d, value=-1.0)
         if loss.quadratic:
             accept = active & (best > 0)  # actual change = model value (h quadratic on the step's domain)
             tried, rho = accept, None
         else:
-            Kd = torch.addcmul(QD @ w, q, d, value=-1.0)
             # actual decrease of J (docs/dual.md s.4 step 3) for s = -d
             fall = (d * torch.add(gs, Kd, alpha=-0.5) + h0 - loss.h(a - d, y, lam)).sum(0)
             rho = fall / best
-            accept = active & (rho > opts.eta) & (fall > 0)
             tried = active & (best > 0)
+            accept = tried & (rho > opts.eta)  # with a predicted decrease, rho > eta > 0 means an actual one
         if self.finite_radius:
             radius = self._radius(radius, d, rho, accept, tried, active)
-        return d * accept, accept, tried, active, res, radius
+        return d * accept, accept, tried, active, res, radius, Kd * accept if more else None, best
 
     def _radius(self, radius, d, rho, accept, tried, active):
         """The radius rules of ``_Run._visit`` as device selections."""
@@ -278,13 +315,14 @@ class DirectStep:
     def settle(self):
         """Read the device counters into the solve's statistics (once per epoch, next to its certificate)."""
         run = self.run
-        accepted, tried, visits = (int(v) for v in self.tally.sum(1).tolist())
-        moved = accepted if self.n_out == 1 else int(self.moved)
+        moved, accepted, tried, visits, starved = (int(v) for v in self.tally.sum(1).tolist())
+        moved = moved if self.n_out == 1 else int(self.moved)  # blocks where some output moved
         run.stats["accepted"] += accepted
         run.stats["rejected"] += tried - accepted
         run.stats["skipped"] += self.blocks - moved
-        run.stats["direct_solves"] = run.stats.get("direct_solves", 0) + visits
+        run.stats["direct_visits"] = run.stats.get("direct_visits", 0) + visits
         run.epoch_visits += visits
+        run.epoch_starved += starved
         run.epoch_max_res = max(run.epoch_max_res, float(self.max_res.max()))
         self.tally.zero_()
         self.moved.zero_()

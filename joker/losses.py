@@ -444,7 +444,8 @@ class LogisticLoss(Loss):
 
     def h(self, a, y, lam):
         p = self._p(a, y, lam)
-        return (torch.xlogy(p, p) + torch.xlogy(1.0 - p, 1.0 - p)) / lam
+        p1 = 1.0 - p
+        return (torch.xlogy(p, p) + torch.xlogy(p1, p1)) / lam
 
     def dh(self, a, y, lam):
         p = self._p(a, y, lam)
@@ -455,10 +456,10 @@ class LogisticLoss(Loss):
         return lam / (p * (1.0 - p))
 
     def newton_terms(self, a, y, lam):
-        """h, h' and h'' (the formulas of :meth:`h`, :meth:`dh`, :meth:`d2h`) sharing p and 1 - p."""
+        """h, h' and h'' sharing p and 1 - p; h' = y logit(p) (:meth:`dh`'s value, one operation)."""
         p = self._p(a, y, lam)
         p1 = 1.0 - p
-        return (torch.xlogy(p, p) + torch.xlogy(p1, p1)) / lam, y * (torch.log(p) - torch.log1p(-p)), lam / (p * p1)
+        return (torch.xlogy(p, p) + torch.xlogy(p1, p1)) / lam, y * torch.logit(p), lam / (p * p1)
 
     def initial_alpha(self, y, lam):
         # p = 1e-3 for every sample: interior, small (as LIBLINEAR's dual LR start).

@@ -303,7 +303,7 @@ class RFFOperator:
                 fresh += Psi.T @ alpha[i:i + self.chunk]
         return out, ((fresh * fresh).sum(0).to(torch.float64) if fresh is not None else None)
 
-    def lag_rows(self, blk, theta, alpha_B):
+    def lag_rows(self, blk, theta, alpha_B, fresh):
         """Rows of a lagged certificate from a block's features (no new feature pass).
 
         Parameters
@@ -313,12 +313,16 @@ class RFFOperator:
             theta of the iterate being certified.
         alpha_B : tensor of shape (|B|, C)
             That iterate's alpha on the block.
+        fresh : tensor of shape (M, C)
+            The sum of Psi_B^T alpha_B over the blocks so far; Psi_B^T alpha_B
+            is added to it in place.
 
         Returns
         -------
-        (f_B, theta_B) : Psi_B theta and Psi_B^T alpha_B.
+        tensor of shape (|B|, C): Psi_B theta.
         """
-        return blk.Psi @ theta, blk.PsiT @ alpha_B
+        fresh.addmm_(blk.PsiT, alpha_B)
+        return blk.Psi @ theta
 
     def snapshot(self):
         """Copy of the state (theta), for :meth:`restore`."""

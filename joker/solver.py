@@ -515,7 +515,12 @@ class _Run:
         # With many blocks the coupling between them dominates: on a9a (5,000 rows,
         # L1-SVC, C = 10) more sweeps did not save an epoch and doubled the time.
         cap = self.opts.max_cd_sweeps if self.use_cd and self.epoch_blocks <= 2 else self.opts.max_cg_iter
-        if slow and self.epoch_visits and 2 * self.epoch_starved > self.epoch_visits:
+        starved = slow and self.epoch_visits and 2 * self.epoch_starved > self.epoch_visits
+        if starved and self.direct is not None:  # its budget: Newton iterations per visit, up to max_tr_iter
+            grown = min(2 * self.direct.iters, self.opts.max_tr_iter)
+            if grown > self.direct.iters:
+                self.direct.iters = self.stats["direct_iters"] = grown
+        elif starved:
             grown = min(max(cap, self.cg_budget), 2 * self.cg_budget)
             if grown > self.cg_budget:
                 self.cg_budget = grown
@@ -724,9 +729,7 @@ class _Run:
         lag = self.lag
         if lag is None:
             return
-        f_B, th_B = self.op.lag_rows(blk, lag["state"], lag["alpha"][blk.B])
-        lag["f"][blk.B] = f_B
-        lag["fresh"] += th_B
+        lag["f"][blk.B] = self.op.lag_rows(blk, lag["state"], lag["alpha"][blk.B], lag["fresh"])
         lag["rows"] += len(blk.B)
 
     def finish_lag(self):
