@@ -51,7 +51,7 @@ from . import block_cd
 from .block_model import broadcast_like as _bc
 from .block_model import orthant_pieces as _orthants
 from .certificates import certify, gradient_residuals
-from .direct_step import DirectStep
+from .direct_step import DirectStep, direct_applies
 from .intraop import one_thread, serial_below
 from .trust_region import box_tr_cg
 
@@ -466,16 +466,7 @@ class _Run:
         self.epoch_max_res = 0.0  # largest block residual met at a visit this epoch
         self.epoch_visits = 0  # block-column visits that ran the inner solver this epoch
         self.epoch_starved = 0  # ... and those that ended on the CG budget
-        self.direct = DirectStep(self) if self._direct_inner(loss, Y.device) else None
-
-    def _direct_inner(self, loss, device):
-        """Whether block visits are the sync-free direct step (``inner``: "direct", or "auto" on CUDA)."""
-        if self.opts.inner == "auto":
-            return not self.use_cd and torch.device(device).type == "cuda" and loss.strongly_convex
-        if self.opts.inner == "direct" and not loss.strongly_convex:
-            raise ValueError(f"inner='direct' needs a strongly convex h (a positive definite block model); the "
-                             f"{loss.name} loss has a piecewise-linear h: use inner='cg' or 'auto'")
-        return self.opts.inner == "direct"
+        self.direct = DirectStep(self) if direct_applies(opts.inner, loss, Y.device, self.use_cd) else None
 
     def settle(self):
         """End of an epoch: the direct step's device counters into ``stats`` and the epoch's residuals."""
