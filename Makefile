@@ -39,22 +39,32 @@ endif
 # The dataset cache (parsed arrays, hashes, downloads) of joker.data.
 JOKER_DATA_HOME ?= $(HOME)/.cache/joker-bench
 
-.PHONY: help install install-falkon install-eigenpro3 gpu-check test smoke reproduce-table4 report ui bench-solver bench-data cluster-up cluster-down clean clean-data distclean
+.PHONY: help install install-baselines install-falkon install-eigenpro3 install-eigenpro4 gpu-check test smoke reproduce-table4 report ui bench-solver bench-data cluster-up cluster-down clean clean-data distclean
 
-# Optional baselines (not on PyPI). Falkon is built from source against the
-# venv's torch, into the venv (its extension's rpath finds torch's libraries
-# only from the same site-packages): with CUDA when nvcc is found and torch is
-# a CUDA build, CPU-only otherwise. FALKON_SRC may be a local checkout.
-FALKON_SRC ?= git+https://github.com/FalkonML/falkon.git
+# Baselines that are not on PyPI (Falkon with LogFalkon, EigenPro 3, EigenPro 4):
+# `make install` installs them from a local mirror of their upstream releases
+# (JOKER_BASELINES_MIRROR; default ../shared/baselines when it exists, "" for
+# none), else from upstream, else leaves them out with one line saying why
+# (baselines/install.py). The stamp is written only when all of them are in,
+# so a later `make` tries the missing ones again.
+BASELINES ?= falkon eigenpro3 eigenpro4
+JOKER_BASELINES_MIRROR ?= $(if $(wildcard ../shared/baselines/SHA256SUMS),$(abspath ../shared/baselines))
+export JOKER_BASELINES_MIRROR
+BASELINES_STAMP := $(VENV)/.joker-bench-baselines
+BASELINES_REQUIRE ?=
+# Falkon from source (a CUDA build on a GPU machine, or another torch than the
+# mirror wheel's): into the venv, beside torch (its extension's rpath finds
+# torch's libraries only from the same site-packages): with CUDA when nvcc is
+# found and torch is a CUDA build, CPU-only otherwise. FALKON_SRC may be a
+# local checkout or the mirror's source tarball.
+FALKON_SRC ?= $(or $(lastword $(wildcard $(JOKER_BASELINES_MIRROR)/falkon-src-*.tar.gz)),git+https://github.com/FalkonML/falkon.git)
 MAX_JOBS ?= 2
-# EigenPro3's setup.py fails at its latest commit: a clone on the venv's path instead.
-EIGENPRO3_SRC ?= https://github.com/EigenPro/EigenPro3.git
-EIGENPRO3_DIR ?= $(abspath ../EigenPro3)
 
 help:
-	@echo "make install            virtualenv $(VENV) with the project and its test extras"
-	@echo "make install-falkon     build Falkon (LogFalkon) from source into $(VENV) (FALKON_SRC=..., MAX_JOBS=$(MAX_JOBS))"
-	@echo "make install-eigenpro3  clone EigenPro3 to $(EIGENPRO3_DIR) and put it on $(VENV)'s path"
+	@echo "make install            virtualenv $(VENV): the project, its test extras and the baselines $(BASELINES)"
+	@echo "                        (from JOKER_BASELINES_MIRROR=$(JOKER_BASELINES_MIRROR), else upstream)"
+	@echo "make install-baselines  only the baselines (BASELINES=\"falkon eigenpro3 eigenpro4\")"
+	@echo "make install-falkon     build Falkon (LogFalkon) from source into $(VENV) (FALKON_SRC=$(FALKON_SRC), MAX_JOBS=$(MAX_JOBS))"
 	@echo "make gpu-check          torch-based methods at paper scale on one GPU, gpu-2g and gpu-10g (exits 0 without a GPU)"
 	@echo "make test               the test suite (includes a smoke sweep on real data)"
 	@echo "make smoke              every method on small real subsets (< 5 min on 2 cores)"
@@ -77,40 +87,40 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e ".[$(EXTRAS)]"
 	@touch $@
 
-install: $(STAMP)
+$(BASELINES_STAMP): $(STAMP) baselines/install.py $(wildcard $(JOKER_BASELINES_MIRROR)/SHA256SUMS)
+	$(PY) -m baselines.install $(BASELINES) --stamp $@ $(if $(BASELINES_REQUIRE),--require)
+
+install: $(STAMP) $(BASELINES_STAMP)
+
+install-baselines: $(STAMP)
+	$(PY) -m baselines.install $(BASELINES) $(if $(BASELINES_REQUIRE),--require)
 
 install-falkon: $(STAMP)
-	$(PY) -m pip install --quiet setuptools wheel ninja
-	@if command -v nvcc >/dev/null 2>&1 && $(PY) -c "import sys, torch; sys.exit(torch.version.cuda is None)"; then \
-	  echo "install-falkon: nvcc and a CUDA torch found: building with CUDA"; cpu=0; \
-	else echo "install-falkon: no nvcc or a CPU-only torch: CPU-only build (FORCE_ONLY_CPU=1)"; cpu=1; fi; \
-	FORCE_ONLY_CPU=$$cpu MAX_JOBS=$(MAX_JOBS) $(PY) -m pip install --no-build-isolation "$(FALKON_SRC)"
-	$(PY) -m baselines.install_check falkon
+	$(PY) -m baselines.install --falkon-src "$(FALKON_SRC)" --max-jobs $(MAX_JOBS)
 
-install-eigenpro3: $(STAMP)
-	@test -d "$(EIGENPRO3_DIR)/.git" || git clone "$(EIGENPRO3_SRC)" "$(EIGENPRO3_DIR)"
-	echo "$(EIGENPRO3_DIR)" > "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/eigenpro3-src.pth"
-	$(PY) -m baselines.install_check eigenpro3
+# Kept for old notes: the same as `make install-baselines BASELINES=eigenpro3`.
+install-eigenpro3 install-eigenpro4: $(STAMP)
+	$(PY) -m baselines.install $(@:install-%=%)
 
-# Not part of `make test`: for a machine with one GPU (scripts in joker/bench/gpu_check.py).
-gpu-check: $(STAMP)
-	$(PY) -m joker.bench.gpu_check $(ARGS)
+# Not part of `make test`: for a machine with one GPU (scripts in benchmarks/gpu_check.py).
+gpu-check: install
+	$(PY) -m benchmarks.gpu_check $(ARGS)
 
 # pytest exit status 5 ("no tests collected") is a failure here, never a pass.
-test: $(STAMP)
+test: install
 	@rc=0; $(PY) -m pytest $(PYTEST_ARGS) || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; exit 1; fi; \
 	exit $$rc
 
-smoke: $(STAMP)
+smoke: install
 	$(PY) -m joker.bench --config-name smoke $(ARGS)
 
 # The report goes to results/report/table4/.
-reproduce-table4: $(STAMP)
+reproduce-table4: install
 	$(PY) -m joker.bench --config-name table4 $(ARGS)
 	$(PY) -m reports --experiment table4 $(REPORT_ARGS)
 
-report: $(STAMP)
+report: install
 	$(PY) -m reports $(REPORT_ARGS)
 
 ui: $(STAMP)
@@ -119,11 +129,11 @@ ui: $(STAMP)
 	  --backend-store-uri sqlite:///$(RESULTS)/mlflow.db \
 	  --default-artifact-root $(RESULTS)/mlartifacts
 
-bench-solver: $(STAMP)
-	$(PY) -m joker.bench.solver_bench $(ARGS)
+bench-solver: install
+	$(PY) -m benchmarks.solver_bench $(ARGS)
 
-bench-data: $(STAMP)
-	$(PY) -m joker.data.bench $(ARGS)
+bench-data: install
+	$(PY) -m benchmarks.data_bench $(ARGS)
 
 # The services of `make cluster-up` (scripts/cluster.py): Debian packages
 # installed when missing, every daemon on 127.0.0.1 or a private socket,

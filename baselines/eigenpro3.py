@@ -31,19 +31,20 @@ a plateau test (EigenPro3 has no stopping rule).
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import inspect
 import sys
 import time
 import types
+from unittest import mock
 from typing import Any, Iterator
 
 import numpy as np
 
-from .base import CHECK_ROWS, Adapter, Budget, capture_output, relative_plateau, torch_threads
+from .base import CHECK_ROWS, AdapterError, Budget, capture_output, torch_threads
+from .epochwise import EpochAdapter, torch_default_dtype
 
-__all__ = ["EigenPro3Adapter", "HostBatches", "cap_batch", "eigenpro3_gpu_bytes", "import_eigenpro3"]
+__all__ = ["EigenPro3Adapter", "HostBatches", "SpectrumOnce", "cap_batch", "eigenpro3_gpu_bytes", "import_eigenpro3"]
 
 #: Shims applied by :func:`import_eigenpro3` in this process.
 SHIMS: list[str] = []
@@ -96,8 +97,47 @@ def import_eigenpro3() -> types.ModuleType:
     return models
 
 
-#: Share of the GPU budget EigenPro3's device estimate may take (the allocator is capped at the budget).
-GPU_WORK_SHARE = 0.75
+#: How the adapter picks EigenPro3's data preconditioner level (``describe()["preconditioner"]["rule"]``).
+LEVEL_RULE = ("largest level q <= preconditioner_level whose batch int(beta/lambda_q) fits in n and passes "
+              "KernelModel.get_preconditioner's own test int(beta/lambda_q) < beta/lambda_q + 1; the other branch "
+              "references the undefined learning_rate_prefactor (NameError upstream, hit on Skin, where "
+              "beta/lambda_q + 1 rounds to beta/lambda_q)")
+#: The per-fit shim of :class:`SpectrumOnce` (listed in ``describe()``).
+SPECTRUM_SHIM = ("eigenpro3.models.nystrom_kernel_svd served from the adapter's one eigendecomposition "
+                 "(level search, then the model's own call)")
+
+
+class SpectrumOnce:
+    """EigenPro3's ``nystrom_kernel_svd``, computed once per fit and sliced for lower levels.
+
+    The first call computes the top ``top_q`` eigensystem; a later call with
+    the same samples and kernel (the same objects) and ``top_q`` at most
+    that returns the leading ``top_q`` eigenvalues and eigenvectors of the
+    stored result (the same eigenpairs, without a second ``eigh`` of the
+    ``s x s`` kernel matrix). Any other call is computed afresh.
+
+    Parameters
+    ----------
+    svd : callable
+        ``eigenpro3.utils.svd.nystrom_kernel_svd(samples, kernel_fn, top_q)
+        -> (eigvals (top_q,), eigvecs (s, top_q), beta)``.
+    """
+
+    def __init__(self, svd: Any) -> None:
+        self._svd = svd
+        self._key: tuple[Any, Any, int] | None = None
+        self._result: tuple[Any, Any, Any] | None = None
+
+    def __call__(self, samples: Any, kernel_fn: Any, top_q: int) -> tuple[Any, Any, Any]:
+        key = self._key
+        if key is not None and key[0] is samples and key[1] is kernel_fn and top_q <= key[2]:
+            eigvals, eigvecs, beta = self._result
+            return eigvals[:top_q], eigvecs[:, :top_q], beta
+        self._result = self._svd(samples, kernel_fn, top_q)
+        self._key = (samples, kernel_fn, int(top_q))
+        return self._result
+
+
 
 
 def eigenpro3_gpu_bytes(p: int, d: int, s: int, q: int, batch: int, dtype_bytes: int, outputs: int = 1) -> int:
@@ -156,19 +196,7 @@ class HostBatches:
             yield self.X[start:start + self.batch], self.Y[start:start + self.batch]
 
 
-@contextlib.contextmanager
-def _default_dtype(dtype: Any) -> Iterator[None]:
-    import torch
-
-    before = torch.get_default_dtype()
-    torch.set_default_dtype(dtype)
-    try:
-        yield
-    finally:
-        torch.set_default_dtype(before)
-
-
-class EigenPro3Adapter(Adapter):
+class EigenPro3Adapter(EpochAdapter):
     """EigenPro3 kernel regression, also used for classification on -1/+1 (one-hot) targets.
 
     Options
@@ -197,12 +225,24 @@ class EigenPro3Adapter(Adapter):
     spectrum, ``beta / lambda_{q+1}``, with no cap. When that exceeds the
     number of training rows (small or smooth problems: measured 41,326 for
     1,500 HIGGS rows, 8.7e8 for 500 Friedman rows, where the model did not
-    move from zero) the step degenerates. In that case the adapter computes
-    the spectrum with EigenPro3's own ``nystrom_kernel_svd``, takes the
-    largest ``q <= preconditioner_level`` whose batch fits in ``n`` (at least
-    1) and builds the model again on the same Nystroem samples; the level
-    used is recorded in ``plan_["preconditioner_level_used"]``. Large
-    problems, where the first batch already fits, pay nothing extra.
+    move from zero) the step degenerates; when it reaches float precision's
+    integer range (``beta / lambda + 1 == beta / lambda``: ``2**24`` in
+    float32; Skin, d = 3, 9,702 distinct rows in 20,000: ``beta /
+    lambda_501`` = 6.2e7 in float32, 6.1e16 in float64) or ``lambda <= 0``,
+    ``KernelModel.get_preconditioner`` takes a branch that references the
+    undefined ``learning_rate_prefactor`` and raises ``NameError`` (issue 21:
+    every Skin cell ended ``error``). So before building the model the
+    adapter computes the spectrum once with EigenPro3's own
+    ``nystrom_kernel_svd`` (``preconditioner_level + 1`` eigenpairs), takes
+    the largest ``q <= preconditioner_level`` whose batch fits in ``n`` and
+    passes that branch test (:meth:`_level_for_batch`, at least 1), and
+    builds the model once on the same Nystroem samples, its own
+    ``nystrom_kernel_svd`` call served from that eigendecomposition
+    (:class:`SpectrumOnce`). The level used is recorded in
+    ``plan_["preconditioner_level_used"]`` and ``describe()``. Large
+    problems, where the requested level already fits, run exactly as
+    upstream. If even level 1 hits the bug, the fit raises an
+    :class:`AdapterError` naming it (one line).
     """
 
     name = "eigenpro3"
@@ -257,16 +297,7 @@ class EigenPro3Adapter(Adapter):
         return s, max(1, min(int(self.options["preconditioner_level"]), s - 2))
 
     def _plan(self, budget: Budget, n: int, d: int) -> dict[str, Any]:
-        # GPU: the estimate takes at most GPU_WORK_SHARE of the budget (allocator rounding, upstream temporaries)
-        limit = int(GPU_WORK_SHARE * budget.gpu_bytes) if self.on_gpu else budget.host_bytes
-        p = self.options["n_centers"]
-        if p is None:
-            lo, hi = 1, min(n, int(self.options["max_centers"]))
-            while lo < hi:  # largest p with est(p) <= limit (est is increasing in p)
-                mid = (lo + hi + 1) // 2
-                lo, hi = (mid, hi) if self._est_bytes(mid, n, d) <= limit else (lo, mid - 1)
-            p = lo
-        p = min(int(p), n)
+        p = self._model_size(budget, n, d)
         s, q = self._nystrom(n)
         plan = {"n_centers": p, "epochs": int(self.options["epochs"]), "n_nystrom": s,
                 "preconditioner_level": q, "est_bytes": self._est_bytes(p, n, d)}
@@ -275,13 +306,6 @@ class EigenPro3Adapter(Adapter):
         return plan
 
     # --------------------------------------------------------------- fit / predict
-
-    def _targets(self, target: np.ndarray) -> np.ndarray:
-        if self.task == "multiclass":
-            Y = -np.ones((len(target), len(self.classes_)))
-            Y[np.arange(len(target)), target] = 1.0
-            return Y
-        return target[:, None]
 
     def _fit(self, X: np.ndarray, target: np.ndarray) -> None:
         import torch
@@ -302,22 +326,17 @@ class EigenPro3Adapter(Adapter):
         self._kernel = lambda a, b: gaussian(a, b, bandwidth=sigma)
         s, q = self._nystrom(n)  # for this fit's n (plan() may have been for more rows)
         started = time.perf_counter()
-        with torch_threads(self.n_threads), _default_dtype(tdtype), capture_output() as lines:
+        with torch_threads(self.n_threads), torch_default_dtype(tdtype), capture_output() as lines:
             self._upstream_log = lines
             torch.manual_seed(self.seed)
             nystrom = Xt[torch.randperm(n)[:s]]  # what KernelModel draws by default
 
             host_data = self.on_gpu  # on a GPU only the centres, weights, preconditioner and a batch go there
 
-            def build(level: int) -> Any:
-                return models.KernelModel(Y.shape[1], Xt[centre_idx], self._kernel, X=Xt, y=Y, devices=[dev],
-                                          nystrom_samples=nystrom, data_preconditioner_level=level,
-                                          make_dataloader=not host_data)
-
-            model = build(q)
-            if model.batch_size > n and q > 1:  # small or smooth problem: see the class notes
-                q = self._level_for_batch(svd.nystrom_kernel_svd, nystrom, q, n)
-                model = build(q)
+            spectrum = SpectrumOnce(svd.nystrom_kernel_svd)
+            with mock.patch.object(models, "nystrom_kernel_svd", spectrum):  # one eigendecomposition per fit
+                q = self._level_for_batch(*spectrum(nystrom, self._kernel, q + 1), n)
+                model = self._build(models, Y.shape[1], Xt[centre_idx], Xt, Y, dev, nystrom, q, host_data)
             if host_data:
                 cap_batch(model, self._batch(n))
                 model.train_loaders = [HostBatches(Xt, Y, model.batch_size)]
@@ -325,44 +344,50 @@ class EigenPro3Adapter(Adapter):
             for epoch in range(int(self.options["epochs"])):
                 model.epoch = epoch
                 model.fit_epoch(model.train_loaders)
-                err = self._train_error(X[check_rows], target[check_rows])
-                self._history.append({"epoch": epoch + 1, "seconds": time.perf_counter() - started,
-                                      self._metric: err})
+                self._record_epoch(X[check_rows], target[check_rows], started)
         self.plan_ = {**self.plan_, "n_nystrom_used": s, "preconditioner_level_used": q,
                       "batch_size": int(model.batch_size),
                       "lr": float(model.lr)}
 
-    def _level_for_batch(self, nystrom_kernel_svd: Any, nystrom: Any, q_max: int, n: int) -> int:
-        """Largest preconditioner level ``q <= q_max`` whose EigenPro3 batch fits in ``n`` rows.
+    @staticmethod
+    def _level_for_batch(eigvals: Any, eigvecs: Any, beta: Any, n: int) -> int:
+        """Largest preconditioner level ``q`` whose EigenPro3 batch fits in ``n`` rows and takes its working branch.
 
-        EigenPro3's ``KernelModel.get_preconditioner(q + 1)`` sets the batch
-        to ``int(beta / lambda[q])`` from ``nystrom_kernel_svd``'s spectrum
-        (descending, 0-based). One call of that same upstream function with
-        ``q_max + 1`` eigenpairs gives every candidate's batch; the model is
-        then built once on the same Nystroem samples.
+        ``KernelModel.get_preconditioner(q + 1)`` sets the batch to
+        ``b = int(beta / lambda[q])`` from ``nystrom_kernel_svd``'s spectrum
+        (descending, 0-based; ``eigvals`` holds ``q_max + 1`` values) and
+        then takes ``lr = b / (2 beta)`` when ``b < beta / lambda[q] + 1``,
+        else a branch that references the undefined ``learning_rate_prefactor``
+        (NameError). The test fails only when ``beta / lambda[q] + 1`` rounds
+        to ``beta / lambda[q]`` in the spectrum's dtype (at least ``2**24``
+        in float32, ``2**53`` in float64) or when ``lambda[q] <= 0``. A level
+        is kept when ``lambda[q] > 0``, ``beta / lambda[q] <= n`` and that
+        same test (in the same tensor arithmetic) passes; 1 when none is.
+        ``eigvecs`` is unused (the signature takes the upstream triple).
         """
-        eigvals, _, beta = nystrom_kernel_svd(nystrom, self._kernel, q_max + 1)
-        eigvals = np.asarray(eigvals, dtype=np.float64)
-        beta = float(beta)
-        for q in range(q_max, 0, -1):
-            if eigvals[q] > 0 and beta / eigvals[q] <= n:
+        for q in range(len(eigvals) - 1, 0, -1):
+            tail = eigvals[q]
+            if float(tail) > 0 and float(beta / tail) <= n and bool(int(beta / tail) < beta / tail + 1):
                 return q
         return 1
 
+    def _build(self, models: Any, outputs: int, centres: Any, Xt: Any, Y: Any, dev: Any, nystrom: Any,
+               level: int, host_data: bool) -> Any:
+        """``KernelModel`` at data preconditioner level ``level``; its NameError bug as a one-line AdapterError."""
+        try:
+            return models.KernelModel(outputs, centres, self._kernel, X=Xt, y=Y, devices=[dev],
+                                      nystrom_samples=nystrom, data_preconditioner_level=level,
+                                      make_dataloader=not host_data)
+        except NameError as exc:
+            if "learning_rate_prefactor" not in str(exc):
+                raise
+            raise AdapterError(
+                f"eigenpro3: upstream bug: KernelModel.get_preconditioner references the undefined "
+                f"learning_rate_prefactor when its spectral batch beta/lambda_q + 1 rounds to beta/lambda_q "
+                f"({self.dtype}) or lambda_q <= 0; even preconditioner level {level} hits it on these rows") from exc
+
     def _decision_batch(self) -> int:
         return min(8192, int(self.options["max_batch"])) if self.on_gpu else 8192
-
-    @property
-    def _metric(self) -> str:
-        return "rmse" if self.task == "regression" else "error_rate"
-
-    def _train_error(self, X: np.ndarray, target: np.ndarray) -> float:
-        scores = self._decision(X)
-        if self.task == "regression":
-            return float(np.sqrt(np.mean((scores - target) ** 2)))
-        if self.task == "binary":
-            return float(np.mean((scores > 0) != (target > 0)))
-        return float(np.mean(np.argmax(scores, axis=1) != target))
 
     def _decision(self, X: np.ndarray) -> np.ndarray:
         """``k(X, centres) @ weights`` with EigenPro3's kernel function, in row batches (at most ``max_batch`` on a GPU)."""
@@ -390,18 +415,10 @@ class EigenPro3Adapter(Adapter):
                              "lam": "early stopping after `epochs` epochs replaces regularisation"},
             },
             "regulariser": "none (early stopping by epochs)",
-            "compat_shims": list(SHIMS),
+            "preconditioner": {
+                "level_requested": int(self.options["preconditioner_level"]),
+                "level_used": (self.plan_ or {}).get("preconditioner_level_used"),
+                "rule": LEVEL_RULE,
+            },
+            "compat_shims": [*SHIMS, SPECTRUM_SHIM],
         }
-
-    def _convergence(self) -> dict[str, Any]:
-        errors = [h[self._metric] for h in self._history]
-        converged = relative_plateau(errors, self.options["plateau_rtol"])
-        if converged is None:
-            reason = "fewer than two epochs"
-        else:
-            change = abs(errors[-1] - errors[-2]) / max(abs(errors[-2]), 1e-12)
-            reason = (f"early-stopped after {len(errors)} epochs (no regulariser, no stopping rule); training "
-                      f"{self._metric} {'plateaued' if converged else 'still moving'}: relative change "
-                      f"{change:.2e} in the last epoch (rtol {self.options['plateau_rtol']})")
-        return {"converged": converged, "reason": reason, "history": list(self._history),
-                "final": errors[-1] if errors else None, "epochs": len(errors)}

@@ -80,7 +80,7 @@ def falkon_gpu_plan(budget: Budget, n: int, d: int, dtype_bytes: int, M: int | N
     ----------
     budget : baselines.base.Budget
         Its ``gpu_bytes`` is the method's GPU budget (the CUDA context excluded,
-        ``joker.bench.gpumem``); its ``host_bytes`` bounds ``max_cpu_mem``.
+        ``joker.bench.measure.gpumem``); its ``host_bytes`` bounds ``max_cpu_mem``.
     n, d : int
         Training rows and features.
     dtype_bytes : int

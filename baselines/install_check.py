@@ -1,8 +1,8 @@
-"""Check that an optional baseline installed by ``make install-falkon`` / ``make install-eigenpro3`` loads.
+"""Check that a baseline installed by ``make install`` (:mod:`baselines.install`) loads.
 
 Usage::
 
-    python -m baselines.install_check falkon|eigenpro3
+    python -m baselines.install_check falkon|eigenpro3|eigenpro4
 
 Prints one line (library, version, where it was found; for Falkon whether
 its compiled extension loaded and with which CUDA version) and exits 0, or
@@ -17,7 +17,8 @@ from __future__ import annotations
 import os
 import sys
 
-from .registry import get_adapter
+from .install import SOURCES
+from .registry import METHODS
 
 __all__ = ["check", "main"]
 
@@ -43,7 +44,9 @@ def check(name: str) -> tuple[bool, str]:
 
     Parameters
     ----------
-    name : {"falkon", "eigenpro3"}
+    name : {"falkon", "eigenpro3", "eigenpro4"}
+        A key of :data:`baselines.install.SOURCES`; the registered adapter of
+        that id (if any) says whether it can run.
 
     Returns
     -------
@@ -54,15 +57,22 @@ def check(name: str) -> tuple[bool, str]:
     ValueError
         For another name.
     """
-    if name not in ("falkon", "eigenpro3"):
-        raise ValueError(f"install_check knows falkon and eigenpro3, got {name!r}")
-    cls = get_adapter(name)
-    ok, reason = cls.available()
-    if not ok:
-        return False, reason
+    if name not in SOURCES:
+        raise ValueError(f"install_check knows {', '.join(SOURCES)}, got {name!r}")
     import importlib
+    import importlib.util
 
-    module = importlib.import_module(cls.module)
+    module_name = SOURCES[name].module
+    if name in METHODS:
+        ok, reason = METHODS[name].available()
+        if not ok:
+            return False, reason
+    elif importlib.util.find_spec(module_name) is None:
+        return False, f"{module_name} is not installed"
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # an upstream import error, named in one line
+        return False, f"{module_name} is installed but fails to import: {type(exc).__name__}: {exc}"
     where = os.path.dirname(os.path.abspath(module.__file__))
     if name == "falkon":
         problem = _falkon_extension()
@@ -73,14 +83,14 @@ def check(name: str) -> tuple[bool, str]:
         cuda = torch.ops.falkon._cuda_version()
         built = "CPU only" if cuda == -1 else f"CUDA {cuda}"
         return True, f"falkon {getattr(module, '__version__', '?')} in {where}, extension loaded ({built})"
-    return True, f"eigenpro3 importable from {where}"
+    return True, f"{name} importable from {where}"
 
 
 def main(argv: list[str] | None = None) -> int:
     """Command line: ``python -m baselines.install_check NAME``; 0 when the library loads."""
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1:
-        print("usage: python -m baselines.install_check falkon|eigenpro3", file=sys.stderr)
+        print(f"usage: python -m baselines.install_check {'|'.join(SOURCES)}", file=sys.stderr)
         return 2
     try:
         ok, text = check(argv[0])

@@ -39,6 +39,7 @@ ADAPTERS: dict[str, str] = {
     "falkon": "baselines.falkon:FalkonAdapter",
     "logfalkon": "baselines.logfalkon:LogFalkonAdapter",
     "eigenpro3": "baselines.eigenpro3:EigenPro3Adapter",
+    "eigenpro4": "baselines.eigenpro4:EigenPro4Adapter",
     "thundersvm": "baselines.thundersvm:ThunderSVMAdapter",
     "libsvm": "baselines.libsvm:LibSVMAdapter",
     "ipm-lowrank": "baselines.ipm_lowrank:IPMLowRankAdapter",
@@ -49,8 +50,9 @@ ADAPTERS: dict[str, str] = {
 #: Solver id -> the one-line command that installs its upstream library (the README's
 #: "Optional baselines"); ids whose library is a dependency of the project have none.
 INSTALL_HINTS: dict[str, str] = {
-    "falkon": "make install-falkon",
-    "eigenpro3": "make install-eigenpro3",
+    "falkon": "make install-baselines BASELINES=falkon",
+    "eigenpro3": "make install-baselines BASELINES=eigenpro3",
+    "eigenpro4": "make install-baselines BASELINES=eigenpro4",
     "thundersvm": ".venv/bin/pip install thundersvm-cpu",
 }
 INSTALL_HINTS["logfalkon"] = INSTALL_HINTS["falkon"]

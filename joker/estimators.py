@@ -28,6 +28,7 @@ from .inputs import as_float64
 from .kernels import KERNELS, kernel_matmul, median_sigma
 from .losses import CLASSIFICATION_LOSSES, REGRESSION_LOSSES, make_loss
 from .operators import ExactKernelOperator, RFFOperator
+from .sample_weight import check_sample_weight, class_weights, row_weights, weighted_mean
 from .solver import DEFAULTS, SolverOptions, auto_block_size, dbcd_tr, warn_not_converged
 from .target_scale import target_scale, unscale
 
@@ -296,12 +297,15 @@ class _JokerBase(BaseEstimator):
         return validate_data(self, X, reset=reset, dtype=[np.float64, np.float32])
 
     # ------------------------------------------------------------------ solve
-    def _solve(self, X, Y, loss, alpha0=None, scale=1.0):
+    def _solve(self, X, Y, loss, alpha0=None, scale=1.0, sample_weight=None, mean_weight=None):
         """Fit on X (any array/tensor of shape (n, d)) and targets Y (tensor (n, C)), from alpha0 if given.
 
         ``scale``: Y holds the targets divided by this power of two
         (:mod:`joker.target_scale`); the solve then uses the loss and lam of
         the scaled problem and the fitted model is multiplied back.
+        ``sample_weight``: checked row weights of the losses (ndarray (n,)) or None;
+        ``mean_weight``: those of the inputs' centre (the user's sample_weight,
+        without class weights: the centre of repeated rows).
         """
         t0 = time.perf_counter()
         # nothing of an earlier fit survives (without n_epochs_ a fit that fails leaves the estimator unfitted)
@@ -318,17 +322,17 @@ class _JokerBase(BaseEstimator):
                 options = dataclasses.replace(options, radius0=options.radius0 / scale)
         # Centre in float64 before any cast to float32, on both paths: the kernels
         # are shift-invariant, and a large offset would otherwise round the inputs.
-        self._X_mean64 = as_float64(X, device=self.device).mean(0)
+        self._X_mean64 = weighted_mean(as_float64(X, device=self.device), mean_weight)
         Xt = self._centred(X)
         self.X_mean_ = self._X_mean64.to(Xt.dtype)
         self.sigma_ = self._bandwidth(Xt)
         if self.n_components is None:  # random features never square X: X W / sigma stays in range
             _check_kernel_range(Xt, self.sigma_)
         seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
-        op = self._operator(X, Xt, Y.shape[1], seed)
+        op = self._operator(X, Xt, Y.shape[1], seed, mean_weight)
         if alpha0 is not None:
             alpha0 = (as_float64(alpha0, device=Y.device) / scale).to(Y.dtype)
-        res = dbcd_tr(op, loss, Y, lam, options, seed=seed, alpha0=alpha0)
+        res = dbcd_tr(op, loss, Y, lam, options, seed=seed, alpha0=alpha0, sample_weight=sample_weight)
         self._store_model(op, res.alpha, scale)
         self._store_certificate(res, options, scale ** degree, scale ** 2)
         self.fit_time_ = time.perf_counter() - t0
@@ -367,8 +371,8 @@ class _JokerBase(BaseEstimator):
         except ValueError:
             return 1.0  # all rows identical: any bandwidth gives the same kernel (all ones)
 
-    def _operator(self, X, Xt, n_outputs, seed):
-        """The exact-kernel or random-feature operator on the centred inputs Xt."""
+    def _operator(self, X, Xt, n_outputs, seed, mean_weight=None):
+        """The exact-kernel or random-feature operator on the centred inputs Xt (centre weighted by ``mean_weight``)."""
         s = float(self.intercept_scaling) if self.fit_intercept else None
         if self.n_components is None:
             self._X_fit = Xt
@@ -378,7 +382,7 @@ class _JokerBase(BaseEstimator):
             self.cache_size_ = 0.0 if op.cache is None else op.cache.nbytes / 2**20  # what is held, <= n rows
             return op
         self.feature_map_ = RandomFourierFeatures(int(self.n_components), self.kernel, self.sigma_,
-                                                  random_state=seed, dtype=Xt.dtype, device=Xt.device).fit(X)
+                                                  random_state=seed, dtype=Xt.dtype, device=Xt.device).fit(X, mean_weight)
         return RFFOperator(Xt, self.feature_map_, n_outputs, intercept_scaling=s)
 
     def _store_model(self, op, alpha, scale=1.0):
@@ -520,9 +524,10 @@ class JokerRegressor(RegressorMixin, _JokerBase):
         NaN/inf or empty input, X/y length mismatch, invalid parameters,
         wrong number of features at predict time, targets too large for
         ``dtype`` (within a factor 1024 of its largest number, 3.4e38 for
-        float32).
+        float32), ``sample_weight`` not of shape (n_samples,), negative,
+        NaN/inf or zero for every sample.
     TypeError
-        Non-numeric parameters or inputs.
+        Non-numeric parameters, inputs or weights.
     """
 
     _losses = REGRESSION_LOSSES
@@ -538,13 +543,22 @@ class JokerRegressor(RegressorMixin, _JokerBase):
                          random_state=random_state, solver_options=solver_options, verbose=verbose,
                          fit_intercept=fit_intercept, intercept_scaling=intercept_scaling, cache_size=cache_size)
 
-    def fit(self, X, y, alpha0=None):
+    def fit(self, X, y, sample_weight=None, *, alpha0=None):
         """Fit the model.
 
         Parameters
         ----------
         X : array-like or tensor of shape (n_samples, n_features)
         y : array-like or tensor of shape (n_samples,) or (n_samples, n_outputs)
+        sample_weight : array-like or tensor of shape (n_samples,), optional
+            Weights w_i >= 0 of the rows' losses: the primal becomes
+            lam/2 ||theta||^2 + sum_i w_i loss(y_i, f_i), a per-row
+            C_i = w_i / lam (docs/dual.md s.6). The dual's box and curvature
+            scale per row and the certificates are those of the weighted
+            problem; integer weights give the fit of repeated rows, weight 0
+            that of the row left out (its dual variable is held at 0), as
+            scikit-learn's KernelRidge and SVR take them (KernelRidge's
+            alpha = lam for the squared loss). None: every weight 1.
         alpha0 : array-like or tensor of shape (n_samples,) or (n_samples, n_outputs), optional
             Warm start of the dual variables (``alpha_``'s shape; projected
             onto the dual box), e.g. SODM's merged partition duals
@@ -573,8 +587,10 @@ class JokerRegressor(RegressorMixin, _JokerBase):
         self._single_output = y.ndim == 1
         Y = as_float64(y, device=self.device)
         Y = Y[:, None] if Y.ndim == 1 else Y
+        w = check_sample_weight(sample_weight, Y.shape[0])
         self.target_scale_ = target_scale(Y, _DTYPES[self.dtype])
-        return self._solve(X, (Y / self.target_scale_).to(_DTYPES[self.dtype]), loss, alpha0, self.target_scale_)
+        return self._solve(X, (Y / self.target_scale_).to(_DTYPES[self.dtype]), loss, alpha0, self.target_scale_, w,
+                           mean_weight=w)
 
     def predict(self, X):
         """Predicted values f(X).
@@ -629,6 +645,15 @@ class JokerClassifier(ClassifierMixin, _JokerBase):
         work grows with the pairs' sizes instead. Measured (2,000 rows,
         10 features): 50 classes (1,225 pairs) 2-3.5 s and +0.5 GB, 100
         classes 21 s and +1.3 GB, SVC 0.3 s. With many classes prefer "ovr".
+    class_weight : None, "balanced" or dict, default None
+        Per-class weights of the losses, as SVC's: a row of class k has
+        weight ``class_weight_[k]`` (times its ``sample_weight``), i.e. the
+        class's C is ``class_weight_[k] / lam``; in one-vs-rest and
+        one-vs-one fits a row keeps its class's weight in every output.
+        None: all 1. "balanced": n_samples / (n_classes * n_k), n_k the
+        number of rows of class k (rows counted, not weights, as SVC does).
+        dict: label -> weight (finite, >= 0); labels not named get 1.
+        The weighted objective is in docs/dual.md s.6.
     **others
         See :class:`JokerRegressor` (the same shared parameters) and
         ``odm_theta``, ``odm_upsilon``.
@@ -636,6 +661,8 @@ class JokerClassifier(ClassifierMixin, _JokerBase):
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
+    class_weight_ : ndarray of shape (n_classes,)
+        The weight of each class (``class_weight`` resolved; all 1 for None).
     alpha_, dual_alpha_, coef_, feature_map_, sigma_, block_size_, cache_size_, dual_gap_, kkt_residual_, primal_,
     dual_, dual_objective_, n_epochs_, converged_, history_, fit_time_
         As in :class:`JokerRegressor` (one output per class, or one for binary).
@@ -643,7 +670,9 @@ class JokerClassifier(ClassifierMixin, _JokerBase):
     Raises
     ------
     ValueError
-        As for the regressor, plus: fewer than 2 classes, continuous targets.
+        As for the regressor, plus: fewer than 2 classes (or fewer than 2
+        with a positive weight), continuous targets, an invalid
+        ``class_weight``.
     """
 
     _losses = CLASSIFICATION_LOSSES
@@ -653,7 +682,7 @@ class JokerClassifier(ClassifierMixin, _JokerBase):
                  max_epochs=DEFAULTS.max_epochs, max_time=DEFAULTS.max_time, odm_theta=0.1, odm_upsilon=0.5,
                  device="cpu", dtype="float64", random_state=None, solver_options=None,
                  verbose=DEFAULTS.verbose, fit_intercept=False, intercept_scaling=1.0, cache_size="auto",
-                 multi_class="ovr"):
+                 multi_class="ovr", class_weight=None):
         super().__init__(loss=loss, kernel=kernel, sigma=sigma, lam=lam, n_components=n_components,
                          block_size=block_size, tol=tol, kkt_tol=kkt_tol, max_epochs=max_epochs,
                          max_time=max_time, odm_theta=odm_theta, odm_upsilon=odm_upsilon, device=device,
@@ -661,8 +690,9 @@ class JokerClassifier(ClassifierMixin, _JokerBase):
                          verbose=verbose, fit_intercept=fit_intercept, intercept_scaling=intercept_scaling,
                          cache_size=cache_size)
         self.multi_class = multi_class
+        self.class_weight = class_weight
 
-    def fit(self, X, y, alpha0=None):
+    def fit(self, X, y, sample_weight=None, *, alpha0=None):
         """Fit the classifier.
 
         Parameters
@@ -670,6 +700,13 @@ class JokerClassifier(ClassifierMixin, _JokerBase):
         X : array-like or tensor of shape (n_samples, n_features)
         y : array-like or tensor of shape (n_samples,)
             Labels, any values (at least two distinct).
+        sample_weight : array-like or tensor of shape (n_samples,), optional
+            Weights w_i >= 0 of the rows' losses, as SVC's: row i has
+            C_i = w_i class_weight_[y_i] / lam; the hinge's box becomes
+            0 <= y_i alpha_i <= w_i / lam (docs/dual.md s.6), and the
+            certificates are those of the weighted problem. Integer
+            weights give the fit of repeated rows, weight 0 that of the row
+            left out. None: every weight 1.
         alpha0 : array-like or tensor of shape (n_samples,) for two classes, (n_samples, n_classes), optional
             Warm start of the dual variables (``alpha_``'s shape; projected
             onto the dual box), e.g. SODM's merged partition duals
@@ -709,6 +746,18 @@ class JokerClassifier(ClassifierMixin, _JokerBase):
         if k < 2:
             raise ValueError(f"JokerClassifier needs samples of at least 2 classes in the data, but the data "
                              f"contains only one class: {classes[0].item() if hasattr(classes[0], 'item') else classes[0]!r}")
+        cw = class_weights(self.class_weight, classes, y)
+        sw = check_sample_weight(sample_weight, len(y))
+        w = row_weights(sw, cw, y_idx)
+        if w is not None:
+            weighted_classes = np.unique(y_idx[w > 0])
+            if len(weighted_classes) == 0:
+                raise ValueError("the class and sample weights are zero for every sample: at least one "
+                                 "weight must be > 0")
+            if len(weighted_classes) < 2:
+                raise ValueError(f"JokerClassifier needs a positive weight on samples of at least 2 classes, but "
+                                 f"sample_weight and class_weight leave only class "
+                                 f"{classes[weighted_classes[0]]!r}")
         ovo = self.multi_class == "ovo" and k > 2
         if ovo and not loss.absent_label:
             raise ValueError(f'multi_class="ovo" needs loss "hinge" or "squared_hinge" (a label 0 leaves a row '
@@ -722,7 +771,8 @@ class JokerClassifier(ClassifierMixin, _JokerBase):
             Y = np.where(y_idx[:, None] == np.arange(k)[None, :], 1.0, -1.0)
         # from here on the earlier fit is gone: _solve leaves the estimator unfitted if it fails
         self.classes_, self._ovo, self._single_output = classes, ovo, True
-        return self._solve(X, self._torch(Y), loss, alpha0)
+        self.class_weight_ = cw
+        return self._solve(X, self._torch(Y), loss, alpha0, sample_weight=w, mean_weight=sw)
 
     def decision_function(self, X):
         """Decision values f(X).

@@ -17,6 +17,7 @@ import torch
 
 from .inputs import as_float64
 from .kernels import check_kernel
+from .sample_weight import weighted_mean
 
 __all__ = ["RandomFourierFeatures"]
 
@@ -67,19 +68,21 @@ class RandomFourierFeatures:
         self.dtype = dtype
         self.device = device
 
-    def fit(self, X):
-        """Draw W and b for inputs with ``X.shape[1]`` features.
+    def fit(self, X, sample_weight=None):
+        """Draw W and b for inputs with ``X.shape[1]`` features; ``center_`` is X's (weighted) mean.
 
         Parameters
         ----------
         X : array-like or tensor of shape (n_samples, n_features)
+        sample_weight : ndarray of shape (n_samples,), optional
+            Row weights of the mean (:func:`joker.sample_weight.weighted_mean`).
 
         Returns
         -------
         self
         """
         d = int(X.shape[1])
-        self.center_ = as_float64(X, device=self.device).mean(0)
+        self.center_ = weighted_mean(as_float64(X, device=self.device), sample_weight)
         rng = np.random.default_rng(self.random_state)
         M = self.n_components
         Z = rng.standard_normal((M, d))

@@ -143,6 +143,14 @@ class Loss:
         """Parameters of the loss, as a dict (for logs)."""
         return {"loss": self.name}
 
+    def rows(self, B):
+        """The loss restricted to the rows ``B`` of the problem: itself, unless it holds per-row data.
+
+        :class:`joker.weighted_loss.WeightedLoss` returns its weights of the
+        rows ``B``; the solver calls this once per block visit.
+        """
+        return self
+
     def scaled(self, c):
         """The same loss for targets divided by ``c`` (thresholds divided by ``c``).
 

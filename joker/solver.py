@@ -54,6 +54,7 @@ from .certificates import certify, gradient_residuals
 from .direct_step import DirectStep, direct_applies
 from .intraop import one_thread, serial_below
 from .trust_region import box_tr_cg
+from .weighted_loss import weighted
 
 __all__ = ["SolverOptions", "SolveResult", "dbcd_tr", "DEFAULTS", "auto_block_size", "warn_not_converged"]
 
@@ -555,11 +556,12 @@ class _Run:
             return self._pq_block_step(blk, B, a0)
         a_new = a0.clone()
         moved = False
+        loss = self.loss.rows(B)  # per-row data (weights) of this block
         # The inner solve's operations are O(|B|^2): one thread each (joker.intraop).
         with serial_below(self.op.product_work(len(B), 1), a0.device):
             for c in range(a0.shape[1]):
                 col = slice(c, c + 1)
-                a_c = self._visit(blk, c, a0[:, col], blk.f[:, col], self.Y[B][:, col],
+                a_c = self._visit(blk, loss, c, a0[:, col], blk.f[:, col], self.Y[B][:, col],
                                   self.ilo[B][:, col], self.ihi[B][:, col])
                 if a_c is not None:
                     a_new[:, col] = a_c
@@ -589,14 +591,14 @@ class _Run:
         rows, 10 outputs, hinge, C = 10): polishing every cut visit took
         0.35 of a 0.45 s fit.
         """
-        opts, loss = self.opts, self.loss
+        opts, loss = self.opts, self.loss.rows(B)
         pieces = loss.pieces(self.Y[B], self.lam)
         with serial_below(self.op.product_work(len(B), 1), a0.device):
             a_new, res0, used, starved = block_cd.solve_block_pq(
                 blk.K, blk.f, a0, pieces, self.ilo[B], self.ihi[B], loss.kinked, self.cg_budget,
                 min(opts.cg_rtol, opts.block_rtol), skip=self.skip_thresh)
             for c in (c for c, s in enumerate(starved) if s > CRAWL):
-                a_new[:, c:c + 1] = self._polish(blk, c, a0[:, c:c + 1], a_new[:, c:c + 1], B)
+                a_new[:, c:c + 1] = self._polish(blk, loss, c, a0[:, c:c + 1], a_new[:, c:c + 1], B)
         self.epoch_max_res = max(self.epoch_max_res, max(res0))
         visits = sum(1 for n in used if n > 0)
         self.epoch_visits += visits
@@ -612,9 +614,9 @@ class _Run:
         if opts.trace_steps:
             self.step_duals.append(self.dual_J())
 
-    def _polish(self, blk, c, a0, a, B):
+    def _polish(self, blk, loss, c, a0, a, B):
         """CG from the coordinate solver's point on one output, inside that point's orthant (duplicated rows)."""
-        opts, loss = self.opts, self.loss
+        opts = self.opts
         self.stats["cd_polish"] = self.stats.get("cd_polish", 0) + 1
         y, lo, hi = self.Y[B][:, c:c + 1], self.ilo[B][:, c:c + 1], self.ihi[B][:, c:c + 1]
         gs = blk.f[:, c:c + 1] + blk.mv(a - a0)
@@ -624,12 +626,12 @@ class _Run:
         self.stats["cg_iter"] += n
         return a + S if pred < 0.0 else a
 
-    def _visit(self, blk, c, a, gs, y, lo, hi):
-        """Trust-region iterations on one output column of a block.
+    def _visit(self, blk, loss, c, a, gs, y, lo, hi):
+        """Trust-region iterations on one output column of a block (``loss``: the block's rows, :meth:`Loss.rows`).
 
         Returns the new column of alpha_B, or None when nothing moved.
         """
-        loss, lam, opts = self.loss, self.lam, self.opts
+        lam, opts = self.lam, self.opts
         first_res = None
         moved = False
         cg_used = 0
@@ -910,7 +912,7 @@ class _Driver:
             self.converged = self.opts.met(c)
 
 
-def dbcd_tr(op, loss, Y, lam, options=None, seed=None, alpha0=None):
+def dbcd_tr(op, loss, Y, lam, options=None, seed=None, alpha0=None, sample_weight=None):
     """Solve the Joker dual by DBCD-TR (Joker, Alg. 1).
 
     Parameters
@@ -930,6 +932,11 @@ def dbcd_tr(op, loss, Y, lam, options=None, seed=None, alpha0=None):
         :mod:`joker.sodm`); projected onto the dual's box, and K alpha0 (or
         theta) is computed once by ``op.reset``. None: the loss's own start
         (zeros but for the logistic loss).
+    sample_weight : array-like or tensor of shape (n,), optional
+        Row weights w_i >= 0: the loss of row i is scaled by w_i (a per-row
+        C, docs/dual.md s.6); the dual, its box and the certificates are
+        those of the weighted problem (:mod:`joker.weighted_loss`). A row of
+        weight 0 is held at alpha_i = 0. None: every weight 1.
 
     Returns
     -------
@@ -940,9 +947,11 @@ def dbcd_tr(op, loss, Y, lam, options=None, seed=None, alpha0=None):
     ValueError
         ``selection="greedy"`` or ``lagged_certificate=True`` with an
         operator that does not support it; ``alpha0`` of the wrong shape or
-        not finite.
+        not finite; ``sample_weight`` not of shape (n,), negative or not
+        finite.
     """
     opts = options or SolverOptions()
+    loss = weighted(loss, sample_weight, Y)
     gen = torch.Generator()
     if seed is not None:
         gen.manual_seed(int(seed))

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from joker.bench.record import default_tracking_uri  # noqa: F401  (re-exported)
+from joker.bench.records.record import default_tracking_uri  # noqa: F401  (re-exported)
 
 from .vocab import STATUSES, TAG_KEYS  # noqa: F401  (re-exported)
 
@@ -275,7 +275,7 @@ def _older_schema(trials: pd.DataFrame, candidate: pd.Series) -> pd.Series:
     A store written before a schema change holds the old run, and a resumed
     sweep re-runs that trial (its config hash changed): the two are one
     trial, not two repetitions. Runs without the ``record_schema`` tag are
-    schema 1 (``joker.bench.record``).
+    schema 1 (``joker.bench.records.record``).
     """
     why = pd.Series(None, index=trials.index, dtype=object)
     live = trials[candidate]

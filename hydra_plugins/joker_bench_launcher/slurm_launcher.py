@@ -8,8 +8,8 @@ submits the same jobs with the same settings (``conf/launcher/submitit_slurm.yam
 selects it with ``_target_``), but collects each job on its own:
 
 * a job that ended without a result gets its trial recorded by this process
-  (:func:`joker.bench.app.record_lost_trial`), with SLURM's account of what
-  happened (:func:`joker.bench.slurm.lost_job_verdict`), unless the job
+  (:func:`joker.bench.sweep.app.record_lost_trial`), with SLURM's account of what
+  happened (:func:`joker.bench.sweep.slurm.lost_job_verdict`), unless the job
   recorded it itself before dying;
 * the sweep goes on to the next job, and Hydra sees every job completed;
 * each job's trial line is printed as the job is collected (the job itself
@@ -31,7 +31,7 @@ from hydra_plugins.hydra_submitit_launcher.config import BaseQueueConf
 from hydra_plugins.hydra_submitit_launcher.submitit_launcher import BaseSubmititLauncher
 from omegaconf import OmegaConf, open_dict, read_write
 
-from joker.bench.redact import redact_uri
+from joker.bench.records.redact import redact_uri
 
 log = logging.getLogger(__name__)
 
@@ -77,8 +77,8 @@ class SlurmLauncher(BaseSubmititLauncher):
     @staticmethod
     def _echo(summary: Any, sweep_dir: Path) -> None:
         """Print the job's trial line here too (the job printed it into its SLURM log)."""
-        from joker.bench.summary import format_line
-        from joker.bench.sweep_state import read_done, read_sweep_state
+        from joker.bench.sweep.summary import format_line
+        from joker.bench.sweep.sweep_state import read_done, read_sweep_state
 
         if isinstance(summary, dict):
             state = read_sweep_state(sweep_dir) or {}
@@ -86,8 +86,8 @@ class SlurmLauncher(BaseSubmititLauncher):
 
     def _collect(self, job: Any, overrides: List[str], num: int, sweep_dir: Path) -> JobReturn:
         """The job's own JobReturn, or one for the trial recorded on its behalf."""
-        from joker.bench.app import record_lost_trial
-        from joker.bench.slurm import lost_job_verdict
+        from joker.bench.sweep.app import record_lost_trial
+        from joker.bench.sweep.slurm import lost_job_verdict
 
         try:
             ret = job.results()[0]

@@ -25,8 +25,8 @@ from typing import Any
 
 import hydra
 
-from joker.bench.paths import export_conf_env, sweeps_dir
-from joker.bench.schema import register_configs
+from joker.bench.config.paths import export_conf_env, sweeps_dir
+from joker.bench.config.schema import register_configs
 
 export_conf_env()
 register_configs()
@@ -34,10 +34,10 @@ register_configs()
 
 @hydra.main(version_base="1.3", config_path=str(sweeps_dir()), config_name="default")
 def main(cfg: Any) -> Any:
-    """Hydra task: run one trial (see :func:`joker.bench.app.run_job`); exit status in the module docstring."""
-    from joker.bench.app import interrupted, run_job, single_trial_failed
-    from joker.bench.callbacks import config_error
-    from joker.bench.spec import ConfigError
+    """Hydra task: run one trial (see :func:`joker.bench.sweep.app.run_job`); exit status in the module docstring."""
+    from joker.bench.sweep.app import interrupted, run_job, single_trial_failed
+    from joker.bench.sweep.callbacks import config_error
+    from joker.bench.config.spec import ConfigError
 
     try:
         summary = run_job(cfg)

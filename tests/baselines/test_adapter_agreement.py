@@ -78,9 +78,9 @@ def test_thundersvm_agrees_with_libsvm(problem, lam):
     np.testing.assert_allclose(thunder.decision_function(X_test), libsvm.decision_function(X_test), atol=1e-2)
 
 
-@pytest.mark.parametrize("method", ["falkon", "eigenpro3"])
+@pytest.mark.parametrize("method", ["falkon", "eigenpro3", "eigenpro4"])
 def test_upstream_gaussian_kernel_uses_the_benchmark_sigma(method, problem):
-    """Falkon's GaussianKernel(sigma) and EigenPro3's gaussian(bandwidth=sigma) equal exp(-||x-z||^2/(2 sigma^2))."""
+    """Falkon's GaussianKernel(sigma), EigenPro3's and EigenPro 4's gaussian(bandwidth=sigma) equal exp(-||x-z||^2/(2 sigma^2))."""
     require(method)
     import torch
     from sklearn.metrics.pairwise import rbf_kernel
@@ -94,11 +94,116 @@ def test_upstream_gaussian_kernel_uses_the_benchmark_sigma(method, problem):
 
         kernel = GaussianKernel(sigma=sigma, opt=FalkonOptions(use_cpu=True, keops_active="no"))
         got = kernel(torch.from_numpy(A), torch.from_numpy(B)).numpy()
-    else:
+    elif method == "eigenpro3":
         from baselines.eigenpro3 import import_eigenpro3
 
         import_eigenpro3()
         from eigenpro3.kernels import gaussian
 
         got = gaussian(torch.from_numpy(A), torch.from_numpy(B), bandwidth=sigma).numpy()
+    else:  # EigenPro 4 sets gamma = 1 / (2 bandwidth^2): bandwidth = sigma
+        from eigenpro.kernels import gaussian
+
+        got = gaussian(torch.from_numpy(A), torch.from_numpy(B), bandwidth=sigma).numpy()
     np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-12)
+
+
+# --- The same problem solved twice: Falkon at M = n against Joker-exact, on 2,000 real rows -----------------
+
+N_SAME = 2000
+#: Maps from lam to Falkon's penalty that are off by the factors a reader could get wrong.
+WRONG_MAPS = {"lam": lambda lam, n: lam, "lam/(2n)": lambda lam, n: lam / (2 * n), "2 lam/n": lambda lam, n: 2 * lam / n}
+
+
+def _relative(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.linalg.norm(a - b) / np.linalg.norm(b))
+
+
+@pytest.fixture(scope="module")
+def hepc_2000():
+    """2,000 HEPC training rows (standardised by the loader) and 500 test rows, median-heuristic sigma."""
+    from joker.data import load_dataset
+    from joker.kernels import median_sigma
+
+    ds = load_dataset("hepc", n_train=N_SAME, n_test=500, dtype="float64", download=False, progress=False)
+    X, y, X_test = (np.asarray(a, dtype=np.float64) for a in (ds.X_train, ds.y_train, ds.X_test))
+    return X, y, X_test, float(median_sigma(X))
+
+
+@pytest.fixture(scope="module")
+def joker_krr_2000(hepc_2000):
+    """Joker-exact KRR, (lam/2)||f||^2 + (1/2) sum (f_i - y_i)^2, solved to a duality gap of 1e-12."""
+    require("joker-exact")
+    X, y, X_test, sigma = hepc_2000
+    adapter = get_adapter("joker-exact", task="regression", loss="squared", sigma=sigma, lam=LAM, tol=1e-12,
+                          max_epochs=1000).fit(X, y)
+    assert adapter.convergence()["converged"]
+    return adapter.predict(X_test)
+
+
+def _falkon_krr(hepc_2000) -> np.ndarray:
+    X, y, X_test, sigma = hepc_2000
+    adapter = get_adapter("falkon", task="regression", loss="squared", sigma=sigma, lam=LAM, M=N_SAME,
+                          check_divergence=False).fit(X, y)  # a wrong map may fit worse than the mean
+    assert adapter.plan_["M"] == N_SAME
+    return adapter.predict(X_test)
+
+
+def test_falkon_at_m_equal_n_is_joker_exact_krr(hepc_2000, joker_krr_2000):
+    """penalty = lam / n (``baselines.conventions.falkon_penalty``): the two solvers give one function, to 1e-6."""
+    require("falkon")
+    assert _relative(_falkon_krr(hepc_2000), joker_krr_2000) <= 1e-6
+
+
+@pytest.mark.parametrize("wrong", sorted(WRONG_MAPS))
+def test_a_wrong_falkon_penalty_map_breaks_the_equality(wrong, hepc_2000, joker_krr_2000, monkeypatch):
+    """The equality above is a test of the map: each plausible wrong factor moves the function by far more than 1e-6."""
+    require("falkon")
+    import baselines.falkon
+
+    monkeypatch.setattr(baselines.falkon, "falkon_penalty", WRONG_MAPS[wrong])
+    assert _relative(_falkon_krr(hepc_2000), joker_krr_2000) > 1e-3
+
+
+@pytest.fixture(scope="module")
+def higgs_2000():
+    """2,000 HIGGS-head training rows and 500 test rows (the contract problem's rows, more of them)."""
+    from adapterutil import higgs_problem
+
+    p = higgs_problem(n_train=N_SAME, n_rows=N_SAME + 500)
+    return p.Xtr, p.ytr, p.Xte, p.sigma
+
+
+@pytest.fixture(scope="module")
+def joker_klr_2000(higgs_2000):
+    """Joker-exact KLR, (lam/2)||f||^2 + sum log(1 + exp(-y_i f_i)), to a duality gap of 1e-10."""
+    require("joker-exact")
+    X, y, X_test, sigma = higgs_2000
+    adapter = get_adapter("joker-exact", task="binary", loss="logistic", sigma=sigma, lam=LAM, tol=1e-10,
+                          max_epochs=1000).fit(X, y)
+    return adapter.decision_function(X_test)
+
+
+def _logfalkon(higgs_2000, **options) -> np.ndarray:
+    X, y, X_test, sigma = higgs_2000
+    adapter = get_adapter("logfalkon", task="binary", loss="logistic", sigma=sigma, lam=LAM, M=N_SAME,
+                          **options).fit(X, y)
+    return adapter.decision_function(X_test)
+
+
+def test_logfalkon_at_m_equal_n_approaches_joker_klr(higgs_2000, joker_klr_2000):
+    """penalty = lam / n (``logfalkon_penalty``): more Newton steps at the target bring LogFalkon closer to Joker."""
+    require("logfalkon")
+    assert np.abs(joker_klr_2000).max() > 0.5  # a problem where a wrong factor of 2 would show
+    few = _relative(_logfalkon(higgs_2000, final_steps=1), joker_klr_2000)
+    many = _relative(_logfalkon(higgs_2000, final_steps=6), joker_klr_2000)
+    assert many <= 1e-3 and many <= few
+
+
+@pytest.mark.parametrize("wrong", ["lam/(2n)", "2 lam/n"])
+def test_a_wrong_logfalkon_penalty_map_stays_far_from_joker_klr(wrong, higgs_2000, joker_klr_2000, monkeypatch):
+    require("logfalkon")
+    import baselines.logfalkon
+
+    monkeypatch.setattr(baselines.logfalkon, "logfalkon_penalty", WRONG_MAPS[wrong])
+    assert _relative(_logfalkon(higgs_2000, final_steps=6), joker_klr_2000) > 1e-2

@@ -26,6 +26,7 @@ PLAN_KNOBS = {
     "falkon": {"M", "max_cpu_mem"},
     "logfalkon": {"M", "max_cpu_mem", "penalty_list", "iter_list"},
     "eigenpro3": {"n_centers", "epochs"},
+    "eigenpro4": {"n_centers", "epochs", "n_nystrom_data", "data_level", "n_nystrom_model", "model_level", "max_batch"},
     "thundersvm": {"max_mem_size_mib", "n_jobs"},
     "libsvm": {"cache_size_mib", "shrinking"},
     "ipm-lowrank": {"n_components"},
@@ -138,6 +139,10 @@ class TestLogFalkonContract(AdapterContract):
 
 class TestEigenPro3Contract(AdapterContract):
     method = "eigenpro3"
+
+
+class TestEigenPro4Contract(AdapterContract):
+    method = "eigenpro4"
 
 
 class TestThunderSVMContract(AdapterContract):

@@ -63,10 +63,11 @@ def test_falkon_training_error_per_cg_iteration(data):
     assert report["final"] == pytest.approx(train_error, abs=1e-12)
 
 
-def test_eigenpro3_training_error_per_epoch_and_no_regulariser(data):
-    require("eigenpro3")
+@pytest.mark.parametrize("method", ["eigenpro3", "eigenpro4"])
+def test_eigenpro_training_error_per_epoch_and_no_regulariser(method, data):
+    require(method)
     X, y, sigma = data
-    adapter = get_adapter("eigenpro3", task="binary", loss="squared", sigma=sigma, lam=1.0, n_centers=200,
+    adapter = get_adapter(method, task="binary", loss="squared", sigma=sigma, lam=1.0, n_centers=200,
                           epochs=4).fit(X, y)
     report = adapter.convergence()
     assert [h["epoch"] for h in report["history"]] == [1, 2, 3, 4]

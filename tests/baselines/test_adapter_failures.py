@@ -108,7 +108,7 @@ def test_libsvm_max_iter_is_reported_as_not_converged(tiny):
 # ----------------------------------------------------------------- Falkon / EigenPro3 / Joker
 
 
-@pytest.mark.parametrize("method", ["falkon", "eigenpro3"])
+@pytest.mark.parametrize("method", ["falkon", "eigenpro3", "eigenpro4"])
 def test_iterative_baseline_no_better_than_trivial_is_diverged(method, tiny, monkeypatch):
     """A solution whose training accuracy is no better than the majority class is flagged."""
     require(method)
@@ -205,7 +205,7 @@ def test_budget_validation():
     assert Budget.from_mib("b", 1.5).host_bytes == 3 * 2**19
 
 
-@pytest.mark.parametrize("method", ["joker-exact", "falkon", "eigenpro3"])
+@pytest.mark.parametrize("method", ["joker-exact", "falkon", "eigenpro3", "eigenpro4"])
 def test_cuda_without_a_gpu_is_a_clear_error(method, tiny, monkeypatch):
     import torch
 

@@ -13,7 +13,8 @@ from baselines.base import Adapter
 from baselines.registry import ADAPTERS
 
 REPO = Path(__file__).resolve().parents[2]
-IDS = ["joker-exact", "joker-inexact", "falkon", "logfalkon", "eigenpro3", "thundersvm", "libsvm", "ipm-lowrank", "sodm"]
+IDS = ["joker-exact", "joker-inexact", "falkon", "logfalkon", "eigenpro3", "eigenpro4", "thundersvm", "libsvm", "ipm-lowrank",
+       "sodm"]
 
 
 def test_every_solver_id_is_registered():
@@ -63,7 +64,7 @@ def test_get_adapter_class_instance_and_unknown():
 
 def test_import_loads_no_solver_library():
     code = ("import sys, joker.bench.methods, baselines, baselines.registry; "
-            "heavy = [m for m in ('torch', 'falkon', 'eigenpro3', 'thundersvm', 'sklearn', 'scipy') "
+            "heavy = [m for m in ('torch', 'falkon', 'eigenpro3', 'eigenpro', 'thundersvm', 'sklearn', 'scipy') "
             "if m in sys.modules]; "
             "print(heavy); sys.exit(1 if heavy else 0)")
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)

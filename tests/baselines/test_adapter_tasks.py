@@ -12,6 +12,7 @@ REGRESSION = {  # solver id -> (loss, options)
     "joker-exact": ("squared", {}),
     "falkon": ("squared", {}),
     "eigenpro3": ("squared", {"epochs": 5}),
+    "eigenpro4": ("squared", {"epochs": 5}),
     "thundersvm": ("epsilon_insensitive", {"epsilon": 0.1}),
     "libsvm": ("epsilon_insensitive", {"epsilon": 0.1}),
 }
@@ -19,6 +20,7 @@ MULTICLASS = {
     "joker-exact": ("squared_hinge", {}),
     "falkon": ("squared", {}),
     "eigenpro3": ("squared", {"epochs": 5}),
+    "eigenpro4": ("squared", {"epochs": 5}),
     "libsvm": ("hinge", {}),
 }
 

@@ -11,6 +11,7 @@ import math
 
 import pytest
 
+from adapterutil import skip_unavailable
 from baselines.base import MIB, Budget, BudgetError
 from baselines.eigenpro3 import EigenPro3Adapter, HostBatches, cap_batch, eigenpro3_gpu_bytes
 from baselines.falkon import FalkonAdapter, falkon_gpu_plan
@@ -166,7 +167,7 @@ def _eigenpro3_problem(monkeypatch, seed: int):
 
     ok, why = EigenPro3Adapter.available()
     if not ok:
-        pytest.skip(why)
+        skip_unavailable(why)
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((1000, 5))
     y = np.sin(X[:, 0]) + 0.5 * X[:, 1] ** 2 + 0.1 * rng.standard_normal(1000)

@@ -21,7 +21,7 @@ N_TRAIN, N_TEST = 400, 200
 def test_a_toy_method_runs_in_a_real_sweep(run_bench, tmp_path):
     from sklearn.kernel_ridge import KernelRidge
 
-    from joker.bench.seeds import data_seed
+    from joker.bench.config.seeds import data_seed
     from joker.data import load_dataset
 
     proc = run_bench(

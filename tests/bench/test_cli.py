@@ -58,8 +58,8 @@ def test_a_single_failed_trial_exits_non_zero_and_ok_exits_zero(run_bench, tmp_p
 def test_budget_error_names_budget_size_held_and_left():
     from baselines.base import AdapterError, Budget
     from fakes import FakeAdapter
-    from joker.bench.spec import TrialBudget
-    from joker.bench.trial import make_budget
+    from joker.bench.config.spec import TrialBudget
+    from joker.bench.trials.trial import make_budget
 
     class NeedsTwoMiB(FakeAdapter):
         def _plan(self, budget, n, d):

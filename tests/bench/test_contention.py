@@ -1,4 +1,4 @@
-"""CPU accounting of a fit window (joker.bench.contention): the rule, and a real CPU hog."""
+"""CPU accounting of a fit window (joker.bench.measure.contention): the rule, and a real CPU hog."""
 
 import os
 import time
@@ -6,7 +6,7 @@ import time
 import pytest
 
 from benchutil import cpu_hogs, spin
-from joker.bench.contention import CpuUsage, CpuWindow, machine_busy_seconds
+from joker.bench.measure.contention import CpuUsage, CpuWindow, machine_busy_seconds
 
 
 def _usage(**kw):

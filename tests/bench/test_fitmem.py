@@ -1,4 +1,4 @@
-"""The method's memory (joker.bench.fitmem): pre-fit work does not count, the fit's allocations do."""
+"""The method's memory (joker.bench.measure.fitmem): pre-fit work does not count, the fit's allocations do."""
 
 import subprocess
 import sys
@@ -10,7 +10,7 @@ MIB = 2**20
 
 _CHILD = textwrap.dedent("""
     import sys, numpy as np
-    from joker.bench.fitmem import FitMemory
+    from joker.bench.measure.fitmem import FitMemory
     keep = sys.argv[1] == "keep"
     pre = np.ones(2**27)          # 1 GiB of pre-fit work (float64)
     if not keep:
@@ -34,7 +34,7 @@ def test_fit_memory_ignores_a_1gib_pre_fit_allocation(pre_fit):
 
 
 def test_fit_memory_of_nothing_is_small():
-    from joker.bench.fitmem import FitMemory
+    from joker.bench.measure.fitmem import FitMemory
 
     r = FitMemory().start().stop()
     assert 0 <= r.fit_bytes < 8 * MIB

@@ -1,4 +1,4 @@
-"""The one definition of a method's GPU memory (joker.bench.gpumem), with a fake NVML and fake torch.
+"""The one definition of a method's GPU memory (joker.bench.measure.gpumem), with a fake NVML and fake torch.
 
 Figures from the H200 run of issue 14: a CUDA context of about 680 MiB,
 Joker's allocator peak 295 MiB, NVML peak 1,074 MiB at budget gpu-2g.
@@ -11,10 +11,10 @@ import types
 
 import pytest
 
-from joker.bench import gpumem
-from joker.bench.gpumem import GpuMemory, measure_context, memory_fraction, method_bytes, over_budget_reason, plan_room
-from joker.bench.record import MIB
-from joker.bench.runner import Outcome, classify
+from joker.bench.measure import gpumem
+from joker.bench.measure.gpumem import GpuMemory, measure_context, memory_fraction, method_bytes, over_budget_reason, plan_room
+from joker.bench.records.record import MIB
+from joker.bench.trials.runner import Outcome, classify
 
 H200_TOTAL = 150_754_820_096  # bytes, torch.cuda.get_device_properties(0).total_memory on an H200 (141 GB)
 
@@ -109,7 +109,8 @@ def test_classify_judges_the_method_memory_not_the_context():
 
 def test_trial_child_sets_fraction_and_context(monkeypatch):
     """trial._cuda_setup: the context metric and the allocator fraction, with fakes for torch and NVML."""
-    from joker.bench import meters, trial
+    from joker.bench.measure import meters
+    from joker.bench.trials import trial
 
     fractions = []
     fake = FakeTorch(reserved=0)
@@ -134,8 +135,8 @@ def test_too_small_gpu_budget_ends_over_budget_before_the_fit(tmp_path):
     would ask for the device.
     """
     from baselines.device import Device
-    from joker.bench import trial
-    from joker.bench.spec import TrialBudget, TrialDataset, TrialMethod, TrialSpec
+    from joker.bench.trials import trial
+    from joker.bench.config.spec import TrialBudget, TrialDataset, TrialMethod, TrialSpec
 
     spec = TrialSpec(
         sweep="t", scale="smoke", repetition=0, base_seed=0, seed=0, data_seed=0, threads=1,

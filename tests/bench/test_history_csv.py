@@ -1,5 +1,5 @@
 import csv
-from joker.bench.tracking import write_history_csv
+from joker.bench.records.tracking import write_history_csv
 
 def test_history_csv_expands_per_output_lists(tmp_path):
     p = tmp_path / "h.csv"

@@ -6,7 +6,7 @@ its MLflow record):
 - a trial whose pre-fit work holds 1 GiB and whose fit allocates 100 MiB
   records ``fit_rss_mib`` = 100 +- 40 MiB (the process peak keeps the GiB);
 - the median heuristic on 5,000 x 784 points stays under 100 MiB, measured
-  with the harness's own meter (:class:`joker.bench.fitmem.FitMemory`);
+  with the harness's own meter (:class:`joker.bench.measure.fitmem.FitMemory`);
 - the same LIBSVM trial with a cold and a warm dataset cache records fit
   memories within 10 %;
 - a trial beside a CPU hog is tagged ``contended``, the same trial alone is
@@ -21,7 +21,7 @@ import time
 import pytest
 
 from benchutil import cpu_hogs, trial_runs
-from joker.bench.contention import machine_busy_seconds
+from joker.bench.measure.contention import machine_busy_seconds
 
 pytestmark = pytest.mark.timeout(600)
 MIB = 2**20
@@ -48,7 +48,7 @@ def test_fit_memory_is_the_fit_not_a_1gib_pre_fit(run_bench, tmp_path):
 
 _MEDIAN = textwrap.dedent("""
     import numpy as np
-    from joker.bench.fitmem import FitMemory
+    from joker.bench.measure.fitmem import FitMemory
     X = np.random.default_rng(0).standard_normal((5000, 784)).astype(np.float32)
     from joker.kernels import median_sigma
     median_sigma(X[:50], n=50)                     # imports and first-call allocations
@@ -69,7 +69,7 @@ def test_median_heuristic_on_5000_x_784_stays_under_100_mib():
 def test_median_heuristic_is_cached_per_training_set(tmp_path):
     import numpy as np
 
-    from joker.bench.sigma_cache import median_sigma_cached
+    from joker.bench.trials.sigma_cache import median_sigma_cached
     from joker.kernels import median_sigma
 
     X = np.random.default_rng(1).standard_normal((600, 5))

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from joker.bench.redact import RedactingFilter, protect, redact_uri
+from joker.bench.records.redact import RedactingFilter, protect, redact_uri
 
 
 @pytest.mark.parametrize("text, expected", [

@@ -10,8 +10,8 @@ import time
 import numpy as np
 import pytest
 
-from joker.bench.meters import MIB, Limits
-from joker.bench.runner import run_trial
+from joker.bench.measure.meters import MIB, Limits
+from joker.bench.trials.runner import run_trial
 
 pytestmark = pytest.mark.timeout(120)
 FAKES = "tests/bench/fakes.py"
@@ -56,7 +56,7 @@ def test_child_sees_the_thread_settings(tmp_path):
         json.dump(env, open(sys.argv[1], "w"))
     """)
     (tmp_path / "probe.py").write_text(code)
-    from joker.bench.runner import thread_env
+    from joker.bench.trials.runner import thread_env
 
     full = thread_env(3)
     subprocess.run([sys.executable, str(tmp_path / "probe.py"), str(tmp_path / "e.json")],

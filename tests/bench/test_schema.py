@@ -6,14 +6,15 @@ from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
 from omegaconf.errors import OmegaConfBaseException
 
-from joker.bench.paths import conf_dir, export_conf_env, sweeps_dir
-from joker.bench.schema import ConfigError, parse_sigma, register_configs, resolve_trial
-from joker.bench.seeds import derive_seed
+from joker.bench.config.paths import conf_dir, export_conf_env, sweeps_dir
+from joker.bench.config.schema import ConfigError, parse_sigma, register_configs, resolve_trial
+from joker.bench.config.seeds import derive_seed
 
 export_conf_env()
 register_configs()
 
-METHODS = ["joker-exact", "joker-inexact", "falkon", "logfalkon", "eigenpro3", "thundersvm", "libsvm", "ipm-lowrank", "sodm"]
+METHODS = ["joker-exact", "joker-inexact", "falkon", "logfalkon", "eigenpro3", "eigenpro4", "thundersvm", "libsvm",
+           "ipm-lowrank", "sodm"]
 
 
 def _compose(name="smoke", overrides=()):
@@ -129,8 +130,8 @@ def test_table4_local_caps_falkon():
 
 def test_trial_spec_is_typed_and_round_trips_through_json():
     from baselines.device import Device
-    from joker.bench.identity import config_hash
-    from joker.bench.spec import TrialSpec
+    from joker.bench.records.identity import config_hash
+    from joker.bench.config.spec import TrialSpec
 
     spec = resolve_trial(_compose("smoke", ["budget=cpu-1g", "budget.gpu_mib=2048", "device=cuda:1"]))
     assert spec.budget.host_bytes == 1024 * 2**20 and spec.budget.gpu_bytes == 2048 * 2**20

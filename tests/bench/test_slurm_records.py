@@ -7,8 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from joker.bench import slurm
-from joker.bench.audit import check_records
+from joker.bench.sweep import slurm
+from joker.bench.sweep.audit import check_records
 
 
 @pytest.fixture

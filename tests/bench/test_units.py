@@ -5,9 +5,11 @@ import signal
 import numpy as np
 import pytest
 
-from joker.bench import identity as hashing, scoring, summary
-from joker.bench.meters import MIB
-from joker.bench.runner import Outcome, classify, thread_env
+from joker.bench.records import identity as hashing
+from joker.bench.trials import scoring
+from joker.bench.sweep import summary
+from joker.bench.measure.meters import MIB
+from joker.bench.trials.runner import Outcome, classify, thread_env
 
 
 def test_auc_matches_scikit_learn_with_ties():
@@ -106,7 +108,7 @@ def test_contended_warning_lists_the_busy_trials():
 def test_count_jobs_cli_overrides_win_over_sweeper_params():
     from omegaconf import OmegaConf
 
-    from joker.bench.callbacks import count_jobs
+    from joker.bench.sweep.callbacks import count_jobs
 
     cfg = OmegaConf.create({"hydra": {
         "sweeper": {"params": {"dataset": "a,b", "method": "x,y,z"}},
@@ -125,7 +127,7 @@ def test_import_joker_does_not_import_the_harness():
 
 
 def test_record_schema_version_is_in_the_hash_and_old_runs_read_as_schema_1(monkeypatch):
-    from joker.bench import record
+    from joker.bench.records import record
 
     spec = {"sweep": "a", "seed": 1, "method": {"name": "m"}}
     now = hashing.config_hash(spec, "v1")
@@ -140,8 +142,8 @@ def test_record_schema_version_is_in_the_hash_and_old_runs_read_as_schema_1(monk
 def test_store_counts_runs_of_an_older_record_schema(tmp_path):
     from mlflow.tracking import MlflowClient
 
-    from joker.bench.callbacks import older_schema_note
-    from joker.bench.tracking import Store
+    from joker.bench.sweep.callbacks import older_schema_note
+    from joker.bench.records.tracking import Store
 
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     store = Store.open(uri, "old")

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from ciutil import skip_or_fail
 from clusterutil import REPO, root_conftest, services_state
 
 
@@ -26,10 +27,8 @@ def cluster():
     """The services' description (``tracking_uri``, ``slurm_conf``, ``cpus``, ...)."""
     info, why = services_state()
     if info is None:
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail(f"CI: the cluster services are not up ({why}); .ci/run starts them "
-                        "with `make cluster-up`", pytrace=False)
-        pytest.skip(f"cluster services not running ({why}): start them with `make cluster-up`")
+        skip_or_fail(f"cluster services not running ({why}): start them with `make cluster-up`",
+                     ".ci/run starts them with `make cluster-up`")
     return info
 
 

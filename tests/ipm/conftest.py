@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from joker.bench.ipm_bench import two_class_data
+from benchmarks.ipm_bench import two_class_data
 
 
 @pytest.fixture(scope="session")
 def data():
-    """The data factory :func:`joker.bench.ipm_bench.two_class_data`."""
+    """The data factory :func:`benchmarks.ipm_bench.two_class_data`."""
     return two_class_data

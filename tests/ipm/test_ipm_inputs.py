@@ -94,7 +94,7 @@ def test_read_only_input_fits_without_torch_warning(tmp_path):
     script = tmp_path / "read_only.py"
     script.write_text(
         "import numpy as np\n"
-        "from joker.bench.ipm_bench import two_class_data\n"
+        "from benchmarks.ipm_bench import two_class_data\n"
         "from joker.ipm import LowRankIPMClassifier\n"
         "X, y = two_class_data(80)\n"
         "X.flags.writeable = False\n"

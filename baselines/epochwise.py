@@ -1,0 +1,141 @@
+"""What the adapters of solvers that stop after a fixed number of epochs share (EigenPro 3, EigenPro 4).
+
+Both EigenPro versions minimise the squared loss over ``p`` kernel centres
+with no regulariser and no stopping rule: they run ``epochs`` epochs. Their
+adapters therefore share
+
+- the targets (a column of -1/+1 or regression values; one-hot -1/+1
+  columns for multiclass),
+- the convergence signal: training error (RMSE, or classification error
+  rate) after every epoch on at most ``CHECK_ROWS`` training rows, and a
+  plateau flag (:func:`baselines.checks.relative_plateau`) as
+  ``converged``,
+- the model-size search (:func:`largest_fitting`: the largest ``p`` whose
+  memory estimate fits the budget),
+- :func:`torch_default_dtype` (both libraries allocate some tensors with
+  torch's default dtype).
+
+numpy at module level; torch is imported when used.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+from .base import Adapter, Budget, relative_plateau
+
+__all__ = ["EpochAdapter", "GPU_WORK_SHARE", "largest_fitting", "torch_default_dtype"]
+
+#: Share of the GPU budget an EigenPro device estimate may take (the allocator is capped at the budget;
+#: the rest absorbs its rounding and upstream temporaries, as Falkon's ``max_gpu_mem`` does).
+GPU_WORK_SHARE = 0.75
+
+
+def largest_fitting(est_bytes: Callable[[int], int], hi: int, limit: int) -> int:
+    """The largest ``p`` in ``1..hi`` with ``est_bytes(p) <= limit`` (1 when none fits).
+
+    Parameters
+    ----------
+    est_bytes : callable int -> int
+        Memory estimate in bytes, non-decreasing in ``p``.
+    hi : int
+        Largest candidate (>= 1).
+    limit : int
+        Budget in bytes.
+
+    Returns
+    -------
+    int
+        Found by bisection (``O(log hi)`` calls); 1 when even ``p = 1`` does
+        not fit (the caller's ``plan`` then refuses the budget).
+    """
+    lo, hi = 1, max(1, int(hi))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if est_bytes(mid) <= limit else (lo, mid - 1)
+    return lo
+
+
+@contextlib.contextmanager
+def torch_default_dtype(dtype: Any) -> Iterator[None]:
+    """Run a block with ``torch.set_default_dtype(dtype)``, restoring the previous default."""
+    import torch
+
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(before)
+
+
+class EpochAdapter(Adapter):
+    """Base of the adapters whose solver runs a fixed number of epochs (no regulariser, no stopping rule).
+
+    Subclasses keep the options ``n_centers``, ``max_centers``, ``epochs``
+    and ``plateau_rtol``, implement ``_est_bytes(p, n, d)`` (used by
+    :meth:`_model_size`) and call :meth:`_record_epoch` after every epoch;
+    :meth:`_decision` gives the scores the training error is computed from.
+    """
+
+    def _est_bytes(self, p: int, n: int, d: int) -> int:
+        """Working memory with ``p`` centres on the budgeted device, bytes (non-decreasing in ``p``)."""
+        raise NotImplementedError
+
+    def _model_size(self, budget: Budget, n: int, d: int) -> int:
+        """The model size P: option ``n_centers``, else the largest ``p <= min(n, max_centers)`` that fits.
+
+        On a GPU the estimate may take ``GPU_WORK_SHARE`` of the GPU budget;
+        on the CPU all of the host budget. Capped by ``n``.
+        """
+        limit = int(GPU_WORK_SHARE * budget.gpu_bytes) if self.on_gpu else budget.host_bytes
+        p = self.options["n_centers"]
+        if p is None:
+            p = largest_fitting(lambda m: self._est_bytes(m, n, d), min(n, int(self.options["max_centers"])), limit)
+        return min(int(p), n)
+
+    def _targets(self, target: np.ndarray) -> np.ndarray:
+        """Targets as EigenPro fits them: ``(n, 1)`` values, or ``(n, C)`` one-hot -1/+1 columns (multiclass)."""
+        if self.task == "multiclass":
+            Y = -np.ones((len(target), len(self.classes_)))
+            Y[np.arange(len(target)), target] = 1.0
+            return Y
+        return target[:, None]
+
+    @property
+    def _metric(self) -> str:
+        return "rmse" if self.task == "regression" else "error_rate"
+
+    def _train_error(self, X: np.ndarray, target: np.ndarray) -> float:
+        """RMSE (regression) or error rate of the current model on ``X`` (encoded targets)."""
+        scores = self._decision(X)
+        if self.task == "regression":
+            return float(np.sqrt(np.mean((scores - target) ** 2)))
+        if self.task == "binary":
+            return float(np.mean((scores > 0) != (target > 0)))
+        return float(np.mean(np.argmax(scores, axis=1) != target))
+
+    def _record_epoch(self, X: np.ndarray, target: np.ndarray, started: float) -> float:
+        """Append ``{epoch, seconds, <metric>}`` (training error on ``X``) to the history; return the error."""
+        err = self._train_error(X, target)
+        self._history.append({"epoch": len(self._history) + 1, "seconds": time.perf_counter() - started,
+                              self._metric: err})
+        return err
+
+    def _convergence(self) -> dict[str, Any]:
+        errors = [h[self._metric] for h in self._history]
+        rtol = self.options["plateau_rtol"]
+        converged = relative_plateau(errors, rtol)
+        if converged is None:
+            reason = "fewer than two epochs"
+        else:
+            change = abs(errors[-1] - errors[-2]) / max(abs(errors[-2]), 1e-12)
+            reason = (f"early-stopped after {len(errors)} epochs (no regulariser, no stopping rule); training "
+                      f"{self._metric} {'plateaued' if converged else 'still moving'}: relative change "
+                      f"{change:.2e} in the last epoch (rtol {rtol})")
+        return {"converged": converged, "reason": reason, "history": list(self._history),
+                "final": errors[-1] if errors else None, "epochs": len(errors)}

@@ -1,0 +1,408 @@
+"""Structured-config schema of a benchmark trial, and its resolution.
+
+The dataclasses below are registered in Hydra's ConfigStore (as
+``bench_schema``) and every sweep file starts its defaults list with
+``harness``, which extends that schema: a misspelt key or a value of the
+wrong type in a sweep file, a config group file or on the command line is
+rejected when Hydra composes the config, before any trial starts.
+
+:func:`resolve_trial` turns one composed job config into the frozen, typed
+:class:`joker.bench.config.spec.TrialSpec` the child process runs and that is
+hashed, logged and compared for resume. Resolution order of a method's settings
+(later wins)::
+
+    conf/method/<m>.yaml  <  dataset.methods[<m>]  <  settings[<m>] (sweep-wide)
+
+and the dataset sizes come from ``dataset.n_train``/``n_test`` when set,
+else from ``dataset.sizes[<scale>]``.
+
+The config dataclasses keep ``typing.Optional`` / ``Dict`` annotations
+(the rest of the harness writes ``X | None`` and builtin generics):
+OmegaConf reads these annotations to type-check the structured config.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Dict, Optional
+
+from omegaconf import MISSING
+
+from baselines.base import TASKS
+from baselines.device import Device
+
+from .seeds import data_seed, derive_seed
+from .spec import DTYPES, ConfigError, TrialBudget, TrialDataset, TrialMethod, TrialSpec, parse_sigma
+
+
+#: Learning task of a dataset (the values of ``ds.task``), built from the one
+#: vocabulary :data:`baselines.base.TASKS` (an Enum, which OmegaConf checks at compose time).
+Task = Enum("Task", {t: t for t in TASKS}, type=str, module=__name__)
+
+
+#: Floating-point precision a method computes in (:data:`joker.bench.config.spec.DTYPES`).
+DType = Enum("DType", {d: d for d in DTYPES}, type=str, module=__name__)
+
+
+@dataclass
+class DatasetConfig:
+    """One dataset of the registry (``conf/dataset/<name>.yaml``).
+
+    Attributes
+    ----------
+    name : str
+        Registry name passed to ``joker.data.load_dataset``.
+    task : Task
+        ``regression``, ``binary`` or ``multiclass`` (checked against the data).
+    n_train, n_test : int or None
+        Subset sizes (rows); ``None`` means "from ``sizes[scale]``", and a
+        missing entry there means the full split.
+    subset : str
+        ``random`` (seeded) or ``head`` subsets of the splits.
+    sigma : float or "median"
+        Gaussian bandwidth (k = exp(-||x - z||^2 / (2 sigma^2))) in units of
+        the standardised features, or ``median`` for the median heuristic
+        computed in the child (5,000 train points, seed 0).
+    lam : float
+        The paper's lambda (sum of losses), shared by every method unless a
+        per-method setting overrides it.
+    primary_metric : str
+        Metric the paper reports for this dataset (``test_rmse``, ...).
+    sizes : dict
+        ``{scale: {n_train: int|None, n_test: int|None}}``.
+    methods : dict
+        Per-method settings on this dataset: ``{method: {lam, loss, options,
+        dtype, kernel, timeout_s}}``.
+    loader : str or None
+        ``"module:function"`` or ``"path/to/file.py:function"`` replacing
+        ``joker.data.load_dataset`` (tests only).
+    """
+
+    name: str = MISSING
+    task: Task = MISSING
+    n_train: Optional[int] = None
+    n_test: Optional[int] = None
+    subset: str = "random"
+    sigma: Any = "median"
+    lam: float = 1.0
+    primary_metric: str = MISSING
+    sizes: Dict[str, Any] = field(default_factory=dict)
+    methods: Dict[str, Any] = field(default_factory=dict)
+    loader: Optional[str] = None
+
+
+@dataclass
+class MethodConfig:
+    """One solver (``conf/method/<id>.yaml``).
+
+    Attributes
+    ----------
+    name : str
+        Solver id (``joker-exact``, ``falkon``, ...; see docs/contracts.md).
+    loss : str or None
+        Loss name; ``None`` picks ``losses[task]``.
+    losses : dict
+        Default loss per task; a task without an entry is skipped.
+    kernel : str
+        ``gaussian`` or ``laplacian``.
+    dtype : DType
+        Precision of the fit (the data are loaded in it).
+    options : dict
+        Extra keyword arguments of the adapter (``block_size``, ``M``, ...).
+    adapter : str or None
+        ``"module:Class"`` or ``"path.py:Class"`` replacing the registry
+        look-up (tests only).
+    warmup : bool
+        Untimed warm-up fit on a few points before the timed fit.
+    """
+
+    name: str = MISSING
+    loss: Optional[str] = None
+    losses: Dict[str, str] = field(default_factory=dict)
+    kernel: str = "gaussian"
+    dtype: DType = DType["float64"]
+    options: Dict[str, Any] = field(default_factory=dict)
+    adapter: Optional[str] = None
+    warmup: bool = True
+
+
+@dataclass
+class BudgetConfig:
+    """Memory budget of a trial (``conf/budget/<name>.yaml``).
+
+    Attributes
+    ----------
+    name : str
+        Budget name (a tag of the trial).
+    host_mib : int or None
+        Host memory in MiB (peak RSS of the trial process); ``None`` = unlimited.
+    gpu_mib : int or None
+        GPU memory in MiB; ``None`` = unlimited (or no GPU).
+    kill_factor : float or None
+        The parent kills a trial whose sampled RSS passes
+        ``kill_factor * host_mib`` (status ``over_budget``) so that one trial
+        cannot exhaust the machine; ``None`` disables it.
+    """
+
+    name: str = MISSING
+    host_mib: Optional[int] = None
+    gpu_mib: Optional[int] = None
+    kill_factor: Optional[float] = 1.5
+
+
+@dataclass
+class MlflowConfig:
+    """Where the results go.
+
+    Attributes
+    ----------
+    tracking_uri : str or None
+        ``None``: ``$MLFLOW_TRACKING_URI``, else
+        ``sqlite:///<repo>/results/mlflow.db``.
+    experiment : str or None
+        Experiment name; ``None`` uses the sweep name.
+    """
+
+    tracking_uri: Optional[str] = None
+    experiment: Optional[str] = None
+
+
+@dataclass
+class BenchConfig:
+    """Root of a trial config (one Hydra job = one trial).
+
+    Attributes
+    ----------
+    sweep : str
+        Sweep name (the MLflow experiment unless ``mlflow.experiment``).
+    scale : str
+        Key into each dataset's ``sizes`` (``smoke``, ``local``, ``paper``).
+    seed : int
+        Base seed of the sweep; each trial derives its own.
+    repetition : int
+        Repetition index (>= 0): the trial's seed and data subset derive
+        from it.
+    repetitions : int
+        How many repetitions a named sweep runs (>= 1): its sweeper sweeps
+        ``repetition`` over ``range(0, repetitions)`` (1 at scale=local,
+        3 at scale=paper in ``sweeps/table4.yaml``).
+    rerun : bool
+        Run trials again even when a finished run with their hash exists.
+    threads : int
+        Threads given to every method (OMP/MKL/OpenBLAS/torch).
+    device : str
+        ``cpu`` or ``cuda`` / ``cuda:<i>``.
+    timeout_s : float
+        Wall-clock limit of one trial in seconds (data load included).
+    settings : dict
+        Sweep-wide per-method settings ``{method: {options: ..., ...}}``.
+    presets : dict
+        Named blocks a sweep file interpolates from, e.g. per scale
+        ``presets.<scale>.datasets`` (a comma-separated list for
+        ``hydra.sweeper.params``) and ``presets.<scale>.settings``.
+    """
+
+    sweep: str = "custom"
+    scale: str = "local"
+    seed: int = 0
+    repetition: int = 0
+    repetitions: int = 1
+    rerun: bool = False
+    threads: int = 2
+    device: str = "cpu"
+    timeout_s: float = 600.0
+    dataset: DatasetConfig = MISSING
+    method: MethodConfig = MISSING
+    budget: BudgetConfig = MISSING
+    mlflow: MlflowConfig = field(default_factory=MlflowConfig)
+    settings: Dict[str, Any] = field(default_factory=dict)
+    presets: Dict[str, Any] = field(default_factory=dict)
+
+
+#: Keys a per-method setting (``dataset.methods[m]``, ``settings[m]``) may carry.
+SETTING_KEYS = frozenset(
+    {"lam", "loss", "kernel", "dtype", "options", "timeout_s", "adapter", "warmup"}
+)
+
+
+def register_configs() -> None:
+    """Register the schema in Hydra's ConfigStore (idempotent).
+
+    Stores ``bench_schema`` (the root, :class:`BenchConfig`); the group
+    files merge into its typed ``dataset``, ``method`` and ``budget`` nodes.
+    """
+    from hydra.core.config_store import ConfigStore
+    from omegaconf import OmegaConf
+
+    ConfigStore.instance().store(name="bench_schema", node=BenchConfig)
+    OmegaConf.register_new_resolver("jb_groups", _group_listing, replace=True)
+
+
+def _group_listing() -> str:
+    """The options of each config group and the named sweeps (``--help``)."""
+    from .paths import conf_dir, sweeps_dir
+
+    lines = ["sweeps (--config-name): "
+             + ", ".join(sorted(p.stem for p in sweeps_dir().glob("*.yaml")))]
+    for group in ("dataset", "method", "budget", "launcher"):
+        names = sorted(p.stem for p in (conf_dir() / group).glob("*.yaml") if not p.stem.startswith("_"))
+        lines.append(f"{group}: " + ", ".join(names))
+    return "\n".join(lines)
+
+
+def _plain(cfg: Any) -> dict[str, Any]:
+    """A plain python dict (enums as strings) of a composed config, without its ``hydra`` node."""
+    from omegaconf import DictConfig, OmegaConf
+
+    if isinstance(cfg, DictConfig):
+        if "hydra" in cfg:
+            cfg = OmegaConf.masked_copy(cfg, [k for k in cfg.keys() if k != "hydra"])
+        cfg = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
+    out = copy.deepcopy(dict(cfg))
+    out.pop("hydra", None)
+    return out
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """Merge per-method settings ``over`` into ``base`` (``options`` merged by key)."""
+    out = dict(base)
+    for key, value in over.items():
+        if key == "options" and isinstance(value, dict):
+            out["options"] = {**(out.get("options") or {}), **value}
+        else:
+            out[key] = value
+    return out
+
+
+def _check_setting(where: str, setting: Any) -> dict[str, Any]:
+    if setting is None:
+        return {}
+    if not isinstance(setting, dict):
+        raise ConfigError(f"{where} must be a mapping, got {setting!r}")
+    unknown = set(setting) - SETTING_KEYS
+    if unknown:
+        raise ConfigError(
+            f"{where} has unknown keys {sorted(unknown)}; allowed: {sorted(SETTING_KEYS)}"
+        )
+    return setting
+
+
+def _method_setting(c: dict[str, Any]) -> dict[str, Any]:
+    """The method's settings merged in order: method file < dataset.methods[m] < settings[m]."""
+    ds, m = c["dataset"], c["method"]
+    setting: dict[str, Any] = {
+        "lam": ds.get("lam", 1.0),
+        "loss": m.get("loss"),
+        "kernel": m.get("kernel", "gaussian"),
+        "dtype": m.get("dtype", "float64"),
+        "options": dict(m.get("options") or {}),
+        "timeout_s": c.get("timeout_s", 600.0),
+        "adapter": m.get("adapter"),
+        "warmup": m.get("warmup", True),
+    }
+    name = m["name"]
+    setting = _merge(setting, _check_setting(f"dataset.methods[{name}]", (ds.get("methods") or {}).get(name)))
+    return _merge(setting, _check_setting(f"settings[{name}]", (c.get("settings") or {}).get(name)))
+
+
+def _trial_dataset(ds: dict[str, Any], scale: str) -> TrialDataset:
+    """The dataset part: sizes from ``dataset.n_train``/``n_test`` when set, else ``sizes[scale]``."""
+    known = ds.get("sizes") or {}
+    if known and scale not in known:  # a typo would otherwise run on the whole dataset
+        raise ConfigError(f"scale={scale!r} is not one of dataset {ds['name']!r}'s scales {sorted(known)}")
+    sizes = known.get(scale) or {}
+    if not isinstance(sizes, dict) or set(sizes) - {"n_train", "n_test"}:
+        raise ConfigError(f"dataset.sizes[{scale}] must be {{n_train, n_test}}, got {sizes!r}")
+    n_train = ds.get("n_train") if ds.get("n_train") is not None else sizes.get("n_train")
+    n_test = ds.get("n_test") if ds.get("n_test") is not None else sizes.get("n_test")
+    return TrialDataset(name=ds["name"], task=ds["task"], n_train=n_train, n_test=n_test,
+                        subset=ds.get("subset", "random"), primary_metric=ds["primary_metric"],
+                        loader=ds.get("loader"))
+
+
+def _trial_method(m: dict[str, Any], setting: dict[str, Any], task: str) -> TrialMethod:
+    """The method part: the merged setting, the loss defaulting to ``losses[task]``.
+
+    The kernel names are the solver's (``joker.kernels.KERNELS``; importing
+    it loads torch, hence the import here and not at module level).
+    """
+    from joker.kernels import KERNELS
+
+    if setting["kernel"] not in KERNELS:
+        raise ConfigError(f"kernel must be one of {list(KERNELS)}, got {setting['kernel']!r}")
+    return TrialMethod(name=m["name"], loss=setting["loss"] or (m.get("losses") or {}).get(task),
+                       kernel=setting["kernel"], dtype=setting["dtype"], options=setting["options"],
+                       adapter=setting["adapter"], warmup=bool(setting["warmup"]))
+
+
+def resolve_trial(cfg: Any) -> TrialSpec:
+    """Resolve one composed job config into the trial spec (once per job).
+
+    Parameters
+    ----------
+    cfg : omegaconf.DictConfig or dict
+        A composed :class:`BenchConfig` (one Hydra job).
+
+    Returns
+    -------
+    TrialSpec
+        Frozen and typed: budget in bytes, device parsed, lam > 0 and sigma
+        checked. ``method.loss`` is ``None`` when the method has no loss for
+        the dataset's task (the trial is then skipped).
+
+    Raises
+    ------
+    ConfigError
+        On an inconsistent config (bad sigma, lam <= 0, unknown per-method
+        key, bad device, ...).
+    """
+    c = _plain(cfg)
+    ds, b = c["dataset"], c["budget"]
+    setting = _method_setting(c)
+    base_seed, rep = int(c["seed"]), int(c["repetition"])
+    if int(c.get("repetitions", 1)) < 1:
+        raise ConfigError(f"repetitions must be >= 1, got {c['repetitions']}")
+    try:
+        device = Device.parse(c["device"])
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    if base_seed < 0:  # repetition >= 0 is the TrialSpec's own rule
+        raise ConfigError(f"seed must be >= 0, got {base_seed}")
+    if device.is_cuda and b.get("gpu_mib") is None and b.get("host_mib") is not None:
+        raise ConfigError(f"device={c['device']!r} needs a budget with gpu_mib (e.g. budget=gpu-2g); "
+                          f"budget {b['name']!r} has a host limit only")
+    return TrialSpec(
+        sweep=c["sweep"], scale=c["scale"], repetition=rep, base_seed=base_seed,
+        seed=derive_seed(base_seed, ds["name"], c["method"]["name"], rep),
+        data_seed=data_seed(base_seed, rep), threads=int(c["threads"]), device=device,
+        timeout_s=float(setting["timeout_s"]), lam=setting["lam"], sigma=parse_sigma(ds.get("sigma", "median")),
+        dataset=_trial_dataset(ds, c["scale"]), method=_trial_method(c["method"], setting, ds["task"]),
+        budget=TrialBudget.from_mib(b["name"], b.get("host_mib"), b.get("gpu_mib"), b.get("kill_factor")),
+    )
+
+
+def flatten(d: Dict[str, Any], prefix: str = "") -> Dict[str, Any]:
+    """Flatten nested dicts into dotted keys.
+
+    Parameters
+    ----------
+    d : dict
+        Nested mapping.
+    prefix : str
+        Prefix of every key (without the trailing dot).
+
+    Returns
+    -------
+    dict
+        ``{"a.b.c": value}``; lists stay values.
+    """
+    out: Dict[str, Any] = {}
+    for key, value in d.items():
+        k = f"{prefix}.{key}" if prefix else str(key)
+        if isinstance(value, dict) and value:
+            out.update(flatten(value, k))
+        else:
+            out[k] = value
+    return out

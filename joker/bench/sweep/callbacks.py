@@ -1,0 +1,191 @@
+"""Hydra callback of the harness: check the config, set up the store once, close the sweep.
+
+``on_run_start`` / ``on_multirun_start`` run before Hydra creates the run
+or sweep folder: a config that breaks a rule of the trial spec
+(``timeout_s <= 0``, ``threads < 1``, ``repetition < 0``, a bad budget, ...)
+ends the command there with a one-line error (exit status 2) and no folder.
+``on_multirun_start`` then, before any job, builds the dataset cache
+(:mod:`joker.bench.sweep.prefetch`), creates the MLflow database (SQLite
+migrations are not safe to run from parallel jobs), the experiment and the
+parent run, and writes ``<sweep dir>/.joker_bench/sweep.json`` that every
+job reads. ``on_multirun_end`` closes the parent run, prints the closing
+table and a warning listing the contended trials, and checks that the store
+holds exactly one finished record per trial
+(:func:`joker.bench.sweep.audit.check_records`; a failed check fails the sweep).
+Tracking-URI passwords are masked in everything this process logs
+(:mod:`joker.bench.records.redact`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig
+
+from . import summary as summ
+from ..config.paths import export_conf_env
+from ..records.record import RECORD_SCHEMA_VERSION
+from ..records.redact import redact_logs, redact_uri
+from ..config.spec import ConfigError
+
+log = logging.getLogger(__name__)
+
+
+def count_jobs(config: DictConfig) -> int | None:
+    """Number of jobs a basic-sweeper multirun will launch, or ``None`` if unknown.
+
+    Parameters
+    ----------
+    config : omegaconf.DictConfig
+        The multirun config (with its ``hydra`` node).
+    """
+    try:
+        from hydra.core.override_parser.overrides_parser import OverridesParser
+
+        overrides = {}
+        params = config.hydra.sweeper.get("params") or {}
+        for key, value in params.items():
+            overrides[key] = f"{key}={value}"
+        for text in config.hydra.overrides.task:
+            key = text.split("=", 1)[0].lstrip("+~")
+            overrides[key] = text
+        n = 1
+        for ov in OverridesParser.create().parse_overrides(list(overrides.values())):
+            if ov.is_sweep_override():
+                if not ov.is_discrete_sweep():
+                    return None
+                n *= len(list(ov.sweep_iterator()))
+        return n
+    except Exception:
+        return None
+
+
+def older_schema_note(n_runs: int) -> str:
+    """The line a sweep prints when its store holds ``n_runs`` trial runs of an older record schema."""
+    return (f"note: {n_runs} finished trial run(s) in this experiment use an older record schema "
+            f"(< {RECORD_SCHEMA_VERSION}, written before the typed trial spec); they are kept for reports "
+            "but not reused, so their trials run again")
+
+
+def check_config(config: DictConfig) -> None:
+    """End the command with a one-line error (exit status 2) when the config breaks a spec rule.
+
+    Resolves the composed config into a trial spec
+    (:func:`joker.bench.config.schema.resolve_trial`) once, before Hydra creates
+    any folder. In a multirun this checks the values every job shares (the
+    swept groups' defaults included); a swept value that breaks a rule still
+    stops its own job with the same error.
+
+    Raises
+    ------
+    SystemExit
+        Status 2, after printing ``config error: <message>`` on stderr.
+    """
+    from ..config.schema import resolve_trial
+
+    try:
+        resolve_trial(config)
+    except ConfigError as exc:
+        raise SystemExit(config_error(exc)) from None
+
+
+def config_error(exc: Exception) -> int:
+    """Print ``config error: <message>`` (one line) on stderr; return the exit status 2."""
+    import sys
+
+    print(f"config error: {' '.join(str(exc).split())}", file=sys.stderr, flush=True)
+    return 2
+
+
+class BenchCallback(Callback):
+    """Checks the config; creates the MLflow store, experiment and parent run; prints the closing table."""
+
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        """Check the config before Hydra creates the run folder."""
+        export_conf_env()
+        check_config(config)
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        """Check the config, build the dataset cache, open the store and the parent run before any job."""
+        export_conf_env()
+        redact_logs()
+        check_config(config)
+        from .prefetch import prefetch, sweep_datasets
+
+        for name, outcome in prefetch(sweep_datasets(config)).items():
+            if outcome != "ok":
+                print(f"note: the cache of {name} could not be built before the sweep ({outcome}); "
+                      "its trials will say why", flush=True)
+        from .sweep_state import write_sweep_state
+        from ..records.provenance import git_info
+        from ..records.tracking import Store, resolve_uri
+
+        sweep_dir = Path(config.hydra.sweep.dir)
+        uri = resolve_uri(config.mlflow.tracking_uri)
+        experiment = config.mlflow.experiment or config.sweep
+        store = Store.open(uri, experiment)
+        n_jobs = count_jobs(config)
+        overrides = redact_uri(" ".join(config.hydra.overrides.task))
+        parent = store.start_parent(
+            name=f"{experiment} {time.strftime('%Y-%m-%d %H:%M:%S')}",
+            tags={
+                "joker_bench.kind": "multirun", "sweep": str(config.sweep),
+                "overrides": overrides, "sweep_dir": str(sweep_dir),
+                "n_jobs": str(n_jobs), **git_info(),
+            },
+        )
+        write_sweep_state(sweep_dir, {
+            "tracking_uri": uri, "experiment": experiment,
+            "experiment_id": store.experiment_id, "parent_run_id": parent, "n_jobs": n_jobs,
+        })
+        print(
+            f"sweep '{experiment}': {n_jobs if n_jobs is not None else '?'} trials -> {redact_uri(uri)}"
+            f" (parent run {parent})\n  outputs: {sweep_dir}",
+            flush=True,
+        )
+        older = store.older_schema_runs()
+        if older:
+            print(older_schema_note(older), flush=True)
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        """Close the parent run, print one line per trial, check the store.
+
+        Raises
+        ------
+        RuntimeError
+            When the store does not hold exactly one finished record per trial.
+        """
+        from .audit import check_records
+        from .sweep_state import read_done, read_sweep_state
+        from ..records.tracking import Store
+
+        sweep_dir = Path(config.hydra.sweep.dir)
+        state = read_sweep_state(sweep_dir)
+        done = read_done(sweep_dir)
+        check = None
+        if state:
+            store = Store(state["tracking_uri"], state["experiment_id"])
+            try:
+                store.end_run(state["parent_run_id"])
+            except Exception as exc:  # the trials are recorded; do not fail the sweep here
+                log.warning("could not close the parent run: %s", exc)
+            check = check_records(store, done, state.get("n_jobs"))
+        print("\n" + summ.table(done), flush=True)
+        warning = summ.contended_warning(done)
+        if warning:
+            print(warning, flush=True)
+        if state:
+            print(
+                f"results: {redact_uri(state['tracking_uri'])} (experiment '{state['experiment']}')\n"
+                f"  report: python -m reports --experiment {state['experiment']}   "
+                "browse: make ui",
+                flush=True,
+            )
+        if check is not None:
+            print(check[1], flush=True)
+            if not check[0]:
+                raise RuntimeError(check[1])

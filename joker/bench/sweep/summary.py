@@ -1,0 +1,140 @@
+"""What a sweep prints: one line per trial, a live indicator, a closing table.
+
+The progress counter and the closing table read the per-job summaries of
+:mod:`joker.bench.sweep.sweep_state`, so they work with every launcher (basic,
+joblib, submitit) without talking to MLflow.
+"""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+import time
+from typing import Any
+
+#: Width of a console line; a longer reason wraps under the trial's line (never cut).
+WIDTH = 100
+#: Mark of a trial whose fit time was measured on a busy machine (``contended``).
+CONTENDED_MARK = "†"
+
+
+def _fmt_metric(name: str | None, value: Any) -> str:
+    if not name or value is None:
+        return "-"
+    short = name.replace("test_", "")
+    v = float(value)
+    if short in ("accuracy", "auc", "f1"):
+        return f"{short}={100 * v:.2f}%"
+    return f"{short}={v:.4g}"
+
+
+def format_line(s: dict[str, Any], done: int | None = None, total: int | None = None) -> str:
+    """A trial's console line: progress, method, dataset, status, metric, fit seconds, fit MiB; then its reason.
+
+    Parameters
+    ----------
+    s : dict
+        A trial summary (keys method, dataset, status, metric, value,
+        fit_seconds, fit_rss_mib, cached, reason, contended).
+    done, total : int, optional
+        Trials finished so far and in the sweep.
+
+    Returns
+    -------
+    str
+        One line, then, for a failed or skipped trial, its whole reason
+        wrapped at :data:`WIDTH` columns under it with a hanging indent (a
+        reason is never cut). A contended fit time carries
+        :data:`CONTENDED_MARK`. The memory column is the method's fit
+        memory (``fit_rss_mib``), blank for a trial that did not run.
+    """
+    prog = ""
+    if done is not None:
+        prog = f"[{done:>3}/{total}] " if total else f"[{done:>3}] "
+    secs = s.get("fit_seconds")
+    mib = s.get("fit_rss_mib")
+    mark = CONTENDED_MARK if s.get("contended") else ""
+    line = (
+        f"{prog}{s.get('method', '?'):<14} {s.get('dataset', '?'):<11} "
+        f"{s.get('status', '?'):<11} {_fmt_metric(s.get('metric'), s.get('value')):<22} "
+        f"{'fit ' + format(secs, '.2f') + ' s' + mark if secs is not None else '-':<13} "
+        f"{format(mib, '.0f') + ' MiB' if mib is not None else '-':>9}"
+    )
+    if s.get("cached"):
+        line += "  (cached)"
+    if s.get("status") not in ("ok", None) and s.get("reason"):
+        line += "\n" + wrap(str(s["reason"]))
+    return line
+
+
+def wrap(text: str, indent: int = 6) -> str:
+    """``text`` on lines of at most :data:`WIDTH` columns, each indented by ``indent`` spaces (whole words)."""
+    pad = " " * indent
+    return textwrap.fill(" ".join(text.split()), width=WIDTH, initial_indent=pad, subsequent_indent=pad,
+                         break_long_words=False, break_on_hyphens=False)
+
+
+def contended_warning(summaries: list[dict[str, Any]]) -> str:
+    """The warning a sweep prints at its end when some fit times were measured on a busy machine ("" if none)."""
+    busy = [q for q in summaries if q.get("contended")]
+    if not busy:
+        return ""
+    lines = [f"warning: {len(busy)} trial(s) ran on a busy machine; their fit times ({CONTENDED_MARK}) "
+             "are not comparable (re-run them with rerun=true on an idle machine):"]
+    for q in busy:
+        lines.append(f"  {q.get('method', '?')} on {q.get('dataset', '?')} (repetition {q.get('repetition', 0)})")
+        lines.append(wrap(str(q["contended"])))
+    return "\n".join(lines)
+
+
+def table(summaries: list[dict[str, Any]]) -> str:
+    """The closing table of a sweep (one line per trial in the order given, then status counts)."""
+    if not summaries:
+        return "no trial finished"
+    header = (
+        f"{'method':<14} {'dataset':<11} {'status':<11} {'metric':<22} "
+        f"{'fit time':<13} {'fit mem':>9}"
+    )
+    lines = [header, "-" * len(header)]
+    for s in summaries:  # sweep order (job number), as the report's datasets
+        lines.append(format_line(s))
+    counts: dict[str, int] = {}
+    for s in summaries:
+        counts[s.get("status", "?")] = counts.get(s.get("status", "?"), 0) + 1
+    lines.append(
+        f"{len(summaries)} trials: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+    )
+    return "\n".join(lines)
+
+
+class Ticker:
+    """A live "running for N s" indicator of the current trial.
+
+    Drawn with tqdm on a terminal (stderr); silent when stderr is not a TTY
+    (CI logs get the one-line summaries only).
+    """
+
+    def __init__(self, label: str, timeout_s: float, enabled: bool | None = None) -> None:
+        self.bar = None
+        if enabled is None:
+            enabled = sys.stderr.isatty()
+        if enabled:
+            from tqdm import tqdm
+
+            self.bar = tqdm(
+                total=round(timeout_s), desc=label, unit="s", leave=False,
+                bar_format="{desc} {elapsed} (limit {total} s) {bar}",
+            )
+        self._last = 0.0
+        self._t0 = time.monotonic()
+
+    def __call__(self, elapsed: float) -> None:
+        """Advance to ``elapsed`` seconds."""
+        if self.bar is not None and elapsed - self._last >= 0.5:
+            self.bar.update(round(elapsed) - self.bar.n)
+            self._last = elapsed
+
+    def close(self) -> None:
+        """Remove the indicator."""
+        if self.bar is not None:
+            self.bar.close()

@@ -1,0 +1,65 @@
+"""A sweep's shared state on disk: where the store is, and which jobs have finished.
+
+The Hydra callback writes ``<sweep dir>/.joker_bench/sweep.json`` (tracking
+URI, experiment, parent run, job count) when the multirun starts; every
+finished job leaves a small JSON summary in
+``<sweep dir>/.joker_bench/done/<job num>.json``. Jobs of any launcher read
+these files instead of talking to each other. Writes are atomic
+(:mod:`joker.bench.atomic`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..atomic import write_json_atomic
+
+__all__ = ["STATE_DIR", "SWEEP_STATE", "read_done", "read_sweep_state", "state_dir", "write_done",
+           "write_sweep_state"]
+
+STATE_DIR = ".joker_bench"
+
+
+def state_dir(sweep_dir: Path) -> Path:
+    """Return ``<sweep dir>/.joker_bench`` (created)."""
+    p = Path(sweep_dir) / STATE_DIR
+    (p / "done").mkdir(parents=True, exist_ok=True)
+    return p
+
+
+def write_done(sweep_dir: Path, job_num: int, summary: dict[str, Any]) -> None:
+    """Record a finished job's summary (atomic)."""
+    write_json_atomic(state_dir(sweep_dir) / "done" / f"{job_num}.json", summary, indent=None)
+
+
+def read_done(sweep_dir: Path) -> list[dict[str, Any]]:
+    """Return the summaries of the finished jobs, by job number."""
+    d = Path(sweep_dir) / STATE_DIR / "done"
+    if not d.is_dir():
+        return []
+    out = []
+    for p in sorted(d.glob("*.json"), key=lambda q: int(q.stem) if q.stem.isdigit() else 0):
+        try:
+            out.append(json.loads(p.read_text()))
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+#: File name of the sweep state inside :data:`STATE_DIR`.
+SWEEP_STATE = "sweep.json"
+
+
+def read_sweep_state(sweep_dir: Path) -> dict[str, Any] | None:
+    """Return what the callback wrote at multirun start, or ``None`` (absent or unreadable)."""
+    try:
+        return json.loads((Path(sweep_dir) / STATE_DIR / SWEEP_STATE).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def write_sweep_state(sweep_dir: Path, state: dict[str, Any]) -> None:
+    """Write the sweep state (tracking URI, experiment, parent run, job count), atomically."""
+    write_json_atomic(state_dir(sweep_dir) / SWEEP_STATE, state, default=None)
