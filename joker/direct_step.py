@@ -226,11 +226,12 @@ class DirectStep:
 
     def _candidates(self, blk, a, B):
         """Box, kink or trust region: per output, the best of the projected Newton points and the Cauchy point."""
+        loss = self.loss.rows(B)  # per-row data (weights) of this block
         parts = self.consts[B].unbind(-1)
         y, lp = (None, parts[0]) if self.lp is not None else (parts[0], None)
         lo, hi = parts[1:] if self.boxed else (None, None)
         if self.n_out == 1:
-            d, *counts, self.radius = self._column(blk.gram, blk.f, a, y, lp, lo, hi, self.radius)
+            d, *counts, self.radius = self._column(loss, blk.gram, blk.f, a, y, lp, lo, hi, self.radius)
             self._count(*counts)
             return d, counts[0]
         K = blk.gram()
@@ -241,17 +242,18 @@ class DirectStep:
         cols = []
         for c in range(self.n_out):
             col = slice(c, c + 1)
-            cols.append(self._column(system, blk.f[:, col], a[:, col], None if y is None else y[:, col],
+            cols.append(self._column(loss, system, blk.f[:, col], a[:, col], None if y is None else y[:, col],
                                      None if lp is None else lp[:, col], None if lo is None else lo[:, col],
                                      None if hi is None else hi[:, col], self.radius[col]))
         d, *counts, self.radius = (torch.cat(v, dim=v[0].dim() - 1) for v in zip(*cols))
         self._count(*counts)
         return d, counts[0]
 
-    def _column(self, system, gs, a, y, lp, lo, hi, radius):
+    def _column(self, loss, system, gs, a, y, lp, lo, hi, radius):
         """The negated step of one output over the visit's iterations (tensors of shape (b, 1)).
 
-        ``system(D)`` returns K_BB + D; ``radius`` has shape (1,). Iterations
+        ``loss`` is the block's (:meth:`joker.losses.Loss.rows`), ``system(D)``
+        returns K_BB + D; ``radius`` has shape (1,). Iterations
         after the first re-linearise at the new point and stop (masked) where
         the block residual fell by ``block_rtol`` or, for an exact model, no
         decrease was predicted (as ``_Run._visit``).
@@ -267,8 +269,8 @@ class DirectStep:
         gate = first = None
         for it in range(self.iters):
             more = it < self.iters - 1
-            d, accept, tried, active, res, radius, Kd, best = self._step(system, gs, a, y, lp, lo, hi, radius,
-                                                                         gate, first, more)
+            d, accept, tried, active, res, radius, Kd, best = self._step(loss, system, gs, a, y, lp, lo, hi,
+                                                                         radius, gate, first, more)
             if it == 0:
                 first, visited, d_all, moved, n_acc, n_tried = res, active, d, accept, accept, tried
             else:
@@ -276,12 +278,12 @@ class DirectStep:
                 n_acc, n_tried = n_acc + accept.long(), n_tried + tried.long()
             if more:
                 a, gs = a - d, gs - Kd
-                gate = active & (best > 0) if self.loss.quadratic else active
+                gate = active & (best > 0) if loss.quadratic else active
         return d_all, moved, n_acc, n_tried, visited, active, first, radius
 
-    def _step(self, system, gs, a, y, lp, lo, hi, radius, gate, first, more):
+    def _step(self, loss, system, gs, a, y, lp, lo, hi, radius, gate, first, more):
         """One Newton iteration of one output; ``gate``/``first``: None at the visit's first iteration."""
-        run, loss, opts = self.run, self.loss, self.opts
+        run, opts = self.run, self.opts
         lam, delta, b = run.lam, self.delta, a.shape[0]
         h0 = None
         if not loss.quadratic:

@@ -115,6 +115,23 @@ def test_same_solution_as_the_cg_step(refs, loss, n_components, kw):
     assert "direct_visits" in direct.solver_stats_ and "direct_visits" not in cg.solver_stats_
 
 
+@pytest.mark.parametrize("Est,loss,n_components", [
+    (JokerRegressor, "squared", 96),
+    (JokerClassifier, "logistic", None),
+], ids=["rff-krr", "exact-klr"])
+def test_weighted_rows_same_solution_as_the_cg_step(refs, Est, loss, n_components):
+    data = refs.regression_data if Est is JokerRegressor else refs.classification_data
+    X, y = data(n=400, d=5, seed=7)
+    w = np.random.default_rng(7).uniform(0.2, 3.0, len(y))
+    w[:30] = 0.0  # rows held at alpha = 0 (joker.weighted_loss)
+    cg, direct = (Est(loss=loss, n_components=n_components, sigma=2.0, lam=0.5, tol=1e-8, max_epochs=400,
+                      block_size=64, random_state=0, dtype="float64", solver_options={"inner": inner}
+                      ).fit(X, y, sample_weight=w) for inner in ("cg", "direct"))
+    assert cg.converged_ and direct.converged_
+    assert direct.primal_ == pytest.approx(cg.primal_, rel=1e-6)
+    assert np.all(np.asarray(direct.dual_alpha_)[:30] == 0.0)
+
+
 def test_accepted_steps_never_increase_the_dual(refs):
     X, y = refs.classification_data(n=300, d=5, seed=6, flip_y=0.1)
     est = JokerClassifier(loss="logistic", n_components=64, sigma=1.5, lam=0.5, block_size=64, tol=1e-8,
