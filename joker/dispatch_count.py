@@ -27,7 +27,6 @@ import sys
 import warnings
 
 import numpy as np
-import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 __all__ = ["SYNC_OPS", "OpCounter", "BlockCounts", "count_block_steps", "fixed_problem", "count_fit", "main"]

@@ -182,12 +182,14 @@ class SolverOptions:
     inner : {"auto", "cg", "cd", "direct"}
         Inner solver of a block visit. "cg": the truncated projected
         CG-Steihaug of :mod:`joker.trust_region` (every loss, every device).
-        "direct": one Cholesky factorisation of the block's Newton system
-        per visit, in a block step with no host sync
-        (:mod:`joker.direct_step`; every loss and device; the projected
-        Newton and projected-gradient steps where there is a box, a kink or a
-        trust region, the better one taken); its counters are read once per
-        epoch.
+        "direct": a block step with no host sync (:mod:`joker.direct_step`;
+        every device, every strongly convex loss, a ValueError for the hinge
+        and SVR): one Cholesky factorisation of the block's Newton system per
+        Newton iteration, the step the best of the projected Newton arc and
+        the Cauchy point where there is a box, a kink or a trust region; one
+        iteration per visit, doubled by the budget rule up to
+        ``max_tr_iter`` (``max_cg_iter``, ``cg_rtol`` and ``max_restarts``
+        are CG's); its counters are read once per epoch.
         "cd": exact coordinate descent on the dense block
         (:mod:`joker.block_cd`; exact kernel, CPU, Numba); a sweep counts as
         one CG iteration of the budget (up to ``max_cd_sweeps``). For the
