@@ -45,7 +45,10 @@ problems only), ``--timeout`` seconds per problem, ``--threads``,
 float64; float32 on the real data, as the official code and the anchors'
 baselines ran), ``--verbose`` (the solver's per-epoch lines, live),
 ``--json PATH`` to keep the raw results, ``--official-max-blocks`` (the
-official code's block budget for reaching a gap of 1e-3, default 2,000).
+official code's block budget for reaching a gap of 1e-3, default 2,000),
+``--counts`` / ``--no-counts`` (the aten operations and host syncs per block
+step of each loss and inner solver, ``python -m joker.dispatch_count``; on by
+default without ``--only``).
 """
 
 from __future__ import annotations
@@ -596,6 +599,8 @@ def main(argv=None):
     p.add_argument("--official-max-blocks", type=int, default=2000,
                    help=f"most blocks the official code runs to reach a gap of 1e-3 (with ${official_joker.ENV})")
     p.add_argument("--json", help="also write the raw results to this file")
+    p.add_argument("--counts", action=argparse.BooleanOptionalAction, default=None,
+                   help="aten ops and host syncs per block step (joker.dispatch_count); default: without --only")
     p.add_argument("--child", help=argparse.SUPPRESS)
     p.add_argument("--result", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -641,6 +646,9 @@ def main(argv=None):
         for w in res.get("warnings", []):
             print(f"[solver_bench]   warning: {w}", file=sys.stderr, flush=True)
     print(render(results))
+    if args.counts or (args.counts is None and not args.only):  # issue 25, in a child as the problems
+        subprocess.run([sys.executable, "-m", "joker.dispatch_count"], env=thread_env(args.threads),
+                       cwd=str(repo_root()), check=False)
     busiest = max((r["load_1min"] for r in results if "load_1min" in r), default=0.0)
     if busiest > (os.cpu_count() or 1) - 0.5:
         print(f"[solver_bench] the 1-minute load average reached {busiest:.1f} on {os.cpu_count()} cores before a "

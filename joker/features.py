@@ -94,6 +94,7 @@ class RandomFourierFeatures:
             W = Z / (self.sigma * g)
         b = rng.uniform(0.0, 2.0 * np.pi, size=M)
         self.W_ = torch.as_tensor(W, dtype=self.dtype, device=self.device)
+        self._WT = self.W_.T  # the transposed view, made once (a view is an operation per call otherwise)
         self.b_ = torch.as_tensor(b, dtype=self.dtype, device=self.device)
         self.n_features_in_ = d
         return self
@@ -136,5 +137,6 @@ class RandomFourierFeatures:
         -------
         tensor of shape (n_samples, n_components)
         """
-        P = torch.addmm(self.b_, Xc, self.W_.T)
+        WT = self.__dict__.get("_WT")
+        P = torch.addmm(self.b_, Xc, self.W_.T if WT is None else WT)
         return P.cos_().mul_((2.0 / self.n_components) ** 0.5)

@@ -74,7 +74,7 @@ def _gaussian_cancels(X, Z, X_sq, Z_sq, sigma):
     return torch.finfo(X.dtype).eps * big * 0.5 / (sigma * sigma) > _CANCEL_LIMIT
 
 
-def kernel_block(X, Z, kernel, sigma, X_sq=None, Z_sq=None):
+def kernel_block(X, Z, kernel, sigma, X_sq=None, Z_sq=None, cancels=None):
     """Kernel matrix block ``K[i, j] = k(X[i], Z[j])``.
 
     Parameters
@@ -85,6 +85,11 @@ def kernel_block(X, Z, kernel, sigma, X_sq=None, Z_sq=None):
     sigma : float
         Bandwidth (> 0), convention of the module docstring.
     X_sq, Z_sq : optional precomputed squared row norms.
+    cancels : bool or None
+        Whether the expanded Gaussian distance cancels in a low precision
+        (see Notes), decided once by the caller for every block of a data
+        set (e.g. from its largest row norm), so that a block costs no host
+        read; None: decided from these rows (one host read each of X and Z).
 
     Returns
     -------
@@ -103,7 +108,9 @@ def kernel_block(X, Z, kernel, sigma, X_sq=None, Z_sq=None):
     the dtype of X.
     """
     low = X.dtype in (torch.float16, torch.bfloat16, torch.float32)
-    if low and (kernel == "laplacian" or _gaussian_cancels(X, Z, X_sq, Z_sq, sigma)):
+    if cancels is None:
+        cancels = low and kernel == "gaussian" and _gaussian_cancels(X, Z, X_sq, Z_sq, sigma)
+    if low and (kernel == "laplacian" or cancels):
         D = sq_dists(X.double(), Z.double())
         if kernel == "gaussian":
             return D.mul_(-0.5 / (sigma * sigma)).exp_().to(X.dtype)
@@ -144,7 +151,8 @@ def gaussian_factors(X_sq, sigma):
     return torch.exp(X_sq * -inv2s2)
 
 
-def kernel_matmul(X, Z, A, kernel, sigma, X_sq=None, Z_sq=None, max_entries=2**20, X_fac=None, Z_fac=None):
+def kernel_matmul(X, Z, A, kernel, sigma, X_sq=None, Z_sq=None, max_entries=2**20, X_fac=None, Z_fac=None,
+                  cancels=None):
     """``K(X, Z) @ A`` without forming K(X, Z) whole.
 
     Row chunks of at most ``max_entries`` kernel entries (4 MiB in float32
@@ -176,6 +184,8 @@ def kernel_matmul(X, Z, A, kernel, sigma, X_sq=None, Z_sq=None, max_entries=2**2
     X_fac, Z_fac : tensors of shape (n,) and (m,), optional
         Precomputed :func:`gaussian_factors` of X and Z (both, or neither);
         giving them skips the norm check and the exponentials of the rows.
+    cancels : bool or None
+        Passed to :func:`kernel_block` for the chunks it forms.
 
     Returns
     -------
@@ -201,5 +211,5 @@ def kernel_matmul(X, Z, A, kernel, sigma, X_sq=None, Z_sq=None, max_entries=2**2
             torch.mm(E, cA, out=out[i:i + step])
         return out.mul_(X_fac[:, None])
     for i in range(0, n, step):
-        out[i:i + step] = kernel_block(X[i:i + step], Z, kernel, sigma, X_sq[i:i + step], Z_sq) @ A
+        out[i:i + step] = kernel_block(X[i:i + step], Z, kernel, sigma, X_sq[i:i + step], Z_sq, cancels) @ A
     return out

@@ -66,6 +66,12 @@ class Loss:
         Degree p of homogeneity in the targets: loss(c y, c u) = c^p loss(y, u)
         when the loss's own thresholds scale with the targets (:meth:`scaled`);
         None for the classification losses, whose labels are +-1.
+    strongly_convex : bool
+        True when h'' >= c > 0 on the whole box (every loss but the hinge and
+        the epsilon-insensitive one, whose h is piecewise linear): the block
+        model's Hessian K_BB + diag(h'') is then positive definite for any
+        kernel, and ``inner="auto"`` may solve it by a Cholesky
+        factorisation on an accelerator (:mod:`joker.direct_step`).
     absent_label : bool
         True when a label 0 means "this row is not part of this output's
         problem" (one-vs-one coding, :class:`joker.estimators.JokerClassifier`
@@ -77,6 +83,7 @@ class Loss:
     name = "loss"
     kinked = False
     quadratic = True
+    strongly_convex = False
     greedy_blocks = False
     target_degree = None
     absent_label = False
@@ -118,6 +125,15 @@ class Loss:
     def d2h(self, a, y, lam):
         """Second derivative h''(a) (on the side of sign(a), for kinks)."""
         raise NotImplementedError
+
+    def newton_terms(self, a, y, lam):
+        """h(a), h'(a) and h''(a) in one call (losses may share their intermediate values).
+
+        Returns
+        -------
+        (h, dh, d2h) : tensors of ``a``'s shape
+        """
+        return self.h(a, y, lam), self.dh(a, y, lam), self.d2h(a, y, lam)
 
     def initial_alpha(self, y, lam):
         """A feasible starting point (zeros for every loss but the logistic)."""
@@ -213,6 +229,7 @@ class SquaredLoss(PiecewiseQuadraticLoss):
     """
 
     name = "squared"
+    strongly_convex = True
     target_degree = 2
 
     def primal(self, y, u):
@@ -233,6 +250,7 @@ class HuberLoss(PiecewiseQuadraticLoss):
     """
 
     name = "huber"
+    strongly_convex = True
     target_degree = 2
 
     def __init__(self, delta=1.0):
@@ -324,6 +342,7 @@ class SquaredHingeLoss(PiecewiseQuadraticLoss):
     """
 
     name = "squared_hinge"
+    strongly_convex = True
     absent_label = True
 
     def primal(self, y, u):
@@ -353,6 +372,7 @@ class ODMLoss(PiecewiseQuadraticLoss):
 
     name = "odm"
     kinked = True
+    strongly_convex = True
 
     def __init__(self, theta=0.1, upsilon=0.5):
         if not 0 <= theta < 1:
@@ -401,6 +421,7 @@ class LogisticLoss(Loss):
 
     name = "logistic"
     quadratic = False
+    strongly_convex = True  # h'' = lam / (p (1 - p)) >= 4 lam
 
     def __init__(self, margin=None):
         self.margin = margin
@@ -431,7 +452,8 @@ class LogisticLoss(Loss):
 
     def h(self, a, y, lam):
         p = self._p(a, y, lam)
-        return (torch.xlogy(p, p) + torch.xlogy(1.0 - p, 1.0 - p)) / lam
+        p1 = 1.0 - p
+        return (torch.xlogy(p, p) + torch.xlogy(p1, p1)) / lam
 
     def dh(self, a, y, lam):
         p = self._p(a, y, lam)
@@ -440,6 +462,12 @@ class LogisticLoss(Loss):
     def d2h(self, a, y, lam):
         p = self._p(a, y, lam)
         return lam / (p * (1.0 - p))
+
+    def newton_terms(self, a, y, lam):
+        """h, h' and h'' sharing p and 1 - p; h' = y logit(p) (:meth:`dh`'s value, one operation)."""
+        p = self._p(a, y, lam)
+        p1 = 1.0 - p
+        return (torch.xlogy(p, p) + torch.xlogy(p1, p1)) / lam, y * torch.logit(p), lam / (p * p1)
 
     def initial_alpha(self, y, lam):
         # p = 1e-3 for every sample: interior, small (as LIBLINEAR's dual LR start).

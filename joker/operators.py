@@ -19,7 +19,7 @@ import torch
 
 from .intraop import one_thread
 from .kernel_cache import KernelRowCache
-from .kernels import gaussian_factors, kernel_block, kernel_matmul
+from .kernels import _gaussian_cancels, gaussian_factors, kernel_block, kernel_matmul
 
 __all__ = ["ExactKernelOperator", "RFFOperator"]
 
@@ -41,13 +41,17 @@ class _ExactBlock:
         if self._K is None:
             XB = self.op.X[self.B]
             sq = self.op.sq[self.B]
-            self._K = kernel_block(XB, XB, self.op.kernel, self.op.sigma, sq, sq)
+            self._K = kernel_block(XB, XB, self.op.kernel, self.op.sigma, sq, sq, self.op.cancels)
             if self.op.offset:
                 self._K += self.op.offset
         return self._K
 
     def mv(self, P):
         return self.K @ P
+
+    def gram(self, D=None):
+        """K_BB + D (D: a b x b tensor or None; K_BB itself is shared: not to be modified)."""
+        return self.K if D is None else self.K + D
 
 
 class ExactKernelOperator:
@@ -91,6 +95,10 @@ class ExactKernelOperator:
         self.max_entries = int(max_entries)
         # row factors of the factored Gaussian products (None: not safe or not Gaussian)
         self.fac = gaussian_factors(self.sq, self.sigma) if kernel == "gaussian" else None
+        # whether float32 Gaussian distances cancel (kernels.kernel_block), decided once from the largest row
+        # norm for every block: a block then costs no host read
+        self.cancels = (kernel == "gaussian" and X.dtype != torch.float64 and X.shape[0] > 0
+                        and _gaussian_cancels(X, X, self.sq, self.sq, self.sigma))
         # f accumulates in float64 even when the kernel is float32: the updates
         # then add no drift of their own, so f stays as exact as a fresh
         # float32 pass and no refresh pass is needed before a certificate.
@@ -104,7 +112,8 @@ class ExactKernelOperator:
         """K[all rows, cols] @ A, chunked over rows (rows_X is the whole training set)."""
         fac = self.fac
         out = kernel_matmul(rows_X, self.X[cols], A, self.kernel, self.sigma, rows_sq, self.sq[cols],
-                            max_entries=self.max_entries, X_fac=fac, Z_fac=None if fac is None else fac[cols])
+                            max_entries=self.max_entries, X_fac=fac, Z_fac=None if fac is None else fac[cols],
+                            cancels=self.cancels)
         return out + self.offset * A.sum(0) if self.offset else out
 
     def reset(self, alpha):
@@ -139,6 +148,19 @@ class ExactKernelOperator:
             return
         self.f += self._kmv(self.X, self.sq, cols, S[nz])
 
+    def commit_all(self, blk, S, alpha=1.0):
+        """Apply alpha_B += alpha S with the kernel columns of every row of the block, moved or not.
+
+        No selection of the moved rows, hence no host sync (the block step
+        of :mod:`joker.direct_step`); the kernel-row cache is not used.
+        """
+        self.f.add_(self._kmv(self.X, self.sq, blk.B, S), alpha=alpha)
+
+    @property
+    def diag_bound(self):
+        """An upper bound of k(x, x): 1 for the Gaussian and Laplacian kernels, plus the intercept offset."""
+        return 1.0 + self.offset
+
     def row_work(self, b):
         """Flops of the kernel rows K_{:,B} of a block of size b (about 2 n d b)."""
         return 2 * self.X.shape[0] * self.X.shape[1] * b
@@ -170,10 +192,15 @@ class _RFFBlock:
     def __init__(self, op, B):
         self.B = B
         self.Psi = op.features(op.X[B])
+        self.PsiT = self.Psi.T  # one transposed view for every product of the block
         self.f = self.Psi @ op.theta
 
     def mv(self, P):
-        return self.Psi @ (self.Psi.T @ P)
+        return self.Psi @ (self.PsiT @ P)
+
+    def gram(self, D=None):
+        """K_BB + D = Psi_B Psi_B^T + D, formed (b^2 M flops; D: a b x b tensor or None)."""
+        return self.Psi @ self.PsiT if D is None else torch.addmm(D, self.Psi, self.PsiT)
 
 
 class RFFOperator:
@@ -226,7 +253,16 @@ class RFFOperator:
 
     def commit(self, blk, S):
         """theta += Psi_B^T S."""
-        self.theta += blk.Psi.T @ S
+        self.theta += blk.PsiT @ S
+
+    def commit_all(self, blk, S, alpha=1.0):
+        """theta += alpha Psi_B^T S, in place (one fused product; no host sync)."""
+        self.theta.addmm_(blk.PsiT, S, alpha=alpha)
+
+    @property
+    def diag_bound(self):
+        """An upper bound of ||psi(x)||^2: 2 (M cosines of weight 2 / M), plus the intercept feature's s^2."""
+        return 2.0 + (0.0 if self.intercept_scaling is None else float(self.intercept_scaling) ** 2)
 
     def row_work(self, b):
         """Flops of Psi_B for a block of size b (about 2 b M d)."""
@@ -267,7 +303,7 @@ class RFFOperator:
                 fresh += Psi.T @ alpha[i:i + self.chunk]
         return out, ((fresh * fresh).sum(0).to(torch.float64) if fresh is not None else None)
 
-    def lag_rows(self, blk, theta, alpha_B):
+    def lag_rows(self, blk, theta, alpha_B, fresh):
         """Rows of a lagged certificate from a block's features (no new feature pass).
 
         Parameters
@@ -277,12 +313,16 @@ class RFFOperator:
             theta of the iterate being certified.
         alpha_B : tensor of shape (|B|, C)
             That iterate's alpha on the block.
+        fresh : tensor of shape (M, C)
+            The sum of Psi_B^T alpha_B over the blocks so far; Psi_B^T alpha_B
+            is added to it in place.
 
         Returns
         -------
-        (f_B, theta_B) : Psi_B theta and Psi_B^T alpha_B.
+        tensor of shape (|B|, C): Psi_B theta.
         """
-        return blk.Psi @ theta, blk.Psi.T @ alpha_B
+        fresh.addmm_(blk.PsiT, alpha_B)
+        return blk.Psi @ theta
 
     def snapshot(self):
         """Copy of the state (theta), for :meth:`restore`."""

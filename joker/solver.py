@@ -48,7 +48,10 @@ from dataclasses import dataclass, field, fields
 import torch
 
 from . import block_cd
+from .block_model import broadcast_like as _bc
+from .block_model import orthant_pieces as _orthants
 from .certificates import certify, gradient_residuals
+from .direct_step import DirectStep, direct_applies
 from .intraop import one_thread, serial_below
 from .trust_region import box_tr_cg
 from .weighted_loss import weighted
@@ -176,9 +179,17 @@ class SolverOptions:
         epoch from the exactly maintained f = K alpha; certificates still
         cover every sample. None: on with the exact kernel. An epoch is then
         one pass over the samples still active.
-    inner : {"auto", "cg", "cd"}
+    inner : {"auto", "cg", "cd", "direct"}
         Inner solver of a block visit. "cg": the truncated projected
         CG-Steihaug of :mod:`joker.trust_region` (every loss, every device).
+        "direct": a block step with no host sync (:mod:`joker.direct_step`;
+        every device, every strongly convex loss, a ValueError for the hinge
+        and SVR): one Cholesky factorisation of the block's Newton system per
+        Newton iteration, the step the best of the projected Newton arc and
+        the Cauchy point where there is a box, a kink or a trust region; one
+        iteration per visit, doubled by the budget rule up to
+        ``max_tr_iter`` (``max_cg_iter``, ``cg_rtol`` and ``max_restarts``
+        are CG's); its counters are read once per epoch.
         "cd": exact coordinate descent on the dense block
         (:mod:`joker.block_cd`; exact kernel, CPU, Numba); a sweep counts as
         one CG iteration of the budget (up to ``max_cd_sweeps``). For the
@@ -186,7 +197,14 @@ class SolverOptions:
         inf-norm region of box-constrained trust-region methods), so the
         Newton model with its fraction-to-boundary box stays a box QP.
         "auto": "cd" where it applies and the dual has a bound or a kink
-        (every loss but the squared one), else "cg". Measured: a9a (5,000 rows,
+        (every loss but the squared one); "direct" on a CUDA device for a
+        strongly convex h (every loss but the hinge and the
+        epsilon-insensitive ones; :attr:`joker.losses.Loss.strongly_convex`),
+        where a host read stalls the stream and each small operation is a
+        launch (issue 25: 309 operations and 27 host reads per CG block step
+        with random features, M = 2,048, blocks of 2,048); else "cg" (on a
+        CPU a CG iteration costs 4 |B| M flops against 2 |B|^2 M for the
+        direct solve's K_BB with random features). Measured: a9a (5,000 rows,
         L1-SVC, C = 10), the CG solve restarted at about 11 box hits per
         visit, the coordinate solve needs none; KLR one-vs-rest on the
         digits (1,400 rows, sigma 2.5) at lam = 1e-3, CG: gap 1.08 after 100
@@ -271,8 +289,8 @@ class SolverOptions:
         num("greedy_gap", lo=0, none_ok=True)
         if self.shrinking is not None and not isinstance(self.shrinking, bool):
             raise TypeError(f"solver option shrinking must be a bool or None, got {self.shrinking!r}")
-        if self.inner not in ("auto", "cg", "cd"):
-            raise ValueError(f"inner={self.inner!r}; expected 'auto', 'cg' or 'cd'")
+        if self.inner not in ("auto", "cg", "cd", "direct"):
+            raise ValueError(f"inner={self.inner!r}; expected 'auto', 'cg', 'cd' or 'direct'")
         if self.selection not in ("auto", "random", "greedy"):
             raise ValueError(f"selection={self.selection!r}; expected 'auto', 'random' or 'greedy'")
 
@@ -387,29 +405,6 @@ CRAWL = 0.3
 largest move is still above this fraction of its first sweep's (``_Run._pq_block_step``)."""
 
 
-def _bc(x, like):
-    return x * torch.ones_like(like) if not torch.is_tensor(x) or x.shape != like.shape else x
-
-
-def _orthants(loss, a, gs, y, lam, lo, hi):
-    """Linear/quadratic coefficients and bounds of h on the step's orthant.
-
-    Returns (l, q, lo_e, hi_e): h(a + s) - h(a) = (l + q a) s + q s^2/2 for
-    a + s in [lo_e, hi_e].
-    """
-    lp, qp, lm, qm = (_bc(v, a) for v in loss.pieces(y, lam))
-    if not loss.kinked:
-        return lp, qp, lo, hi
-    zero = torch.zeros_like(a)
-    pos = (a > 0) | ((a == 0) & (gs + lp < 0))
-    neg = (a < 0) | ((a == 0) & (gs + lm > 0))
-    l = torch.where(pos, lp, torch.where(neg, lm, zero))
-    q = torch.where(pos, qp, torch.where(neg, qm, zero))
-    lo_e = torch.where(pos, torch.clamp(lo, min=0.0), torch.where(neg, lo, zero))
-    hi_e = torch.where(pos, hi, torch.where(neg, torch.clamp(hi, max=0.0), zero))
-    return l, q, lo_e, hi_e
-
-
 def _block_hessian(blk, q):
     """Q = K_BB + diag(q): the matrix for a dense exact block, else a product callable."""
     if getattr(blk, "dense", False):
@@ -474,6 +469,12 @@ class _Run:
         self.epoch_max_res = 0.0  # largest block residual met at a visit this epoch
         self.epoch_visits = 0  # block-column visits that ran the inner solver this epoch
         self.epoch_starved = 0  # ... and those that ended on the CG budget
+        self.direct = DirectStep(self) if direct_applies(opts.inner, loss, Y.device, self.use_cd) else None
+
+    def settle(self):
+        """End of an epoch: the direct step's device counters into ``stats`` and the epoch's residuals."""
+        if self.direct is not None:
+            self.direct.settle()
 
     def _coordinate_inner(self, op, loss, device):
         """Whether block visits use the coordinate solver (``inner``; ValueError when "cd" cannot run)."""
@@ -508,7 +509,12 @@ class _Run:
         # With many blocks the coupling between them dominates: on a9a (5,000 rows,
         # L1-SVC, C = 10) more sweeps did not save an epoch and doubled the time.
         cap = self.opts.max_cd_sweeps if self.use_cd and self.epoch_blocks <= 2 else self.opts.max_cg_iter
-        if slow and self.epoch_visits and 2 * self.epoch_starved > self.epoch_visits:
+        starved = slow and self.epoch_visits and 2 * self.epoch_starved > self.epoch_visits
+        if starved and self.direct is not None:  # its budget: Newton iterations per visit, up to max_tr_iter
+            grown = min(2 * self.direct.iters, self.opts.max_tr_iter)
+            if grown > self.direct.iters:
+                self.direct.iters = self.stats["direct_iters"] = grown
+        elif starved:
             grown = min(max(cap, self.cg_budget), 2 * self.cg_budget)
             if grown > self.cg_budget:
                 self.cg_budget = grown
@@ -542,6 +548,11 @@ class _Run:
         """
         blk = self.op.block(B)
         self.feed_lag(blk)
+        if self.direct is not None:
+            moved = self.direct.visit(blk, B)
+            if self.opts.trace_steps and bool(moved.any()):
+                self.step_duals.append(self.dual_J())
+            return
         a0 = self.alpha[B]
         if self.use_cd and self.loss.quadratic:
             return self._pq_block_step(blk, B, a0)
@@ -713,9 +724,7 @@ class _Run:
         lag = self.lag
         if lag is None:
             return
-        f_B, th_B = self.op.lag_rows(blk, lag["state"], lag["alpha"][blk.B])
-        lag["f"][blk.B] = f_B
-        lag["fresh"] += th_B
+        lag["f"][blk.B] = self.op.lag_rows(blk, lag["state"], lag["alpha"][blk.B], lag["fresh"])
         lag["rows"] += len(blk.B)
 
     def finish_lag(self):
@@ -860,6 +869,7 @@ class _Driver:
         the tolerances (that iterate is restored and returned).
         """
         run = self.run
+        run.settle()
         self.stalled = run.stats["accepted"] == self._accepted
         h = self.history
         run.adapt_cg_budget(len(h) >= 2 and h[-1]["gap"] > 0.5 * h[-2]["gap"])

@@ -60,7 +60,9 @@ class WeightedLoss(Loss):
         self.w = w
         self.pos = w > 0
         self.w_safe = torch.where(self.pos, w, torch.ones_like(w))  # divides a / w and q / w where w = 0
-        for attr in ("name", "kinked", "quadratic", "greedy_blocks", "target_degree", "absent_label"):
+        # strongly convex stays: q / w > 0 where w > 0, the unweighted q where w = 0 (a row held at 0)
+        for attr in ("name", "kinked", "quadratic", "strongly_convex", "greedy_blocks", "target_degree",
+                     "absent_label"):
             setattr(self, attr, getattr(base, attr))
 
     def rows(self, B):
