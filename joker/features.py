@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .inputs import as_float64
+from .inputs import InputFrame
 from .kernels import check_kernel
 
 __all__ = ["RandomFourierFeatures"]
@@ -79,7 +79,8 @@ class RandomFourierFeatures:
         self
         """
         d = int(X.shape[1])
-        self.center_ = as_float64(X, device=self.device).mean(0)
+        self._frame = InputFrame.fit(X, self.dtype, self.device)
+        self.center_ = self._frame.mean
         rng = np.random.default_rng(self.random_state)
         M = self.n_components
         Z = rng.standard_normal((M, d))
@@ -113,10 +114,10 @@ class RandomFourierFeatures:
             X is not 2-D with ``n_features_in_`` columns.
         """
         as_numpy = not torch.is_tensor(X)
-        X64 = as_float64(X, device=self.device)
-        if X64.ndim != 2 or X64.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {tuple(X64.shape)} shape; expected (n_samples, {self.n_features_in_})")
-        out = self.transform_tensor((X64 - self.center_).to(self.dtype))
+        shape = tuple(X.shape) if hasattr(X, "shape") else np.shape(X)
+        if len(shape) != 2 or shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {shape} shape; expected (n_samples, {self.n_features_in_})")
+        out = self.transform_tensor(self._frame(X))
         return out.cpu().numpy() if as_numpy else out
 
     def transform_tensor(self, Xc):
