@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 import torch
-from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_array, column_or_1d, validate_data
 
 __all__ = ["DTYPES", "as_float64", "check_dtype", "validate_X", "validate_Xy", "binary_labels",
@@ -200,8 +200,11 @@ def binary_labels(estimator, y):
     check_classification_targets(y)
     classes, idx = np.unique(y, return_inverse=True)
     if len(classes) != 2:
-        raise ValueError(f"{type(estimator).__name__} is binary: it needs exactly 2 classes in y, got "
-                         f"{len(classes)}: {classes[:5].tolist()}")
+        k = len(classes)
+        kind = type_of_target(y, input_name="y")  # scikit-learn's wording, which its estimator checks expect
+        also = f"Only binary classification is supported. The type of the target is {kind}; " if k > 2 else ""
+        raise ValueError(f"{type(estimator).__name__}: {also}it needs exactly 2 classes in y, got {k} "
+                         f"class{'' if k == 1 else 'es'}: {classes[:5].tolist()}")
     return classes, np.where(idx == 1, 1.0, -1.0)
 
 

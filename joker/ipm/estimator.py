@@ -21,10 +21,11 @@ import warnings
 
 import numpy as np
 import torch
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from ..bandwidth import resolve_sigma
+from ..binary import BinaryClassifierMixin
 from ..devices import check_device
 from ..estimators import ConvergenceWarning
 from ..inputs import as_float64, binary_labels, check_dtype, validate_X, validate_Xy
@@ -78,7 +79,7 @@ def _positive(name, value, integral=False):
         raise ValueError(f"{name} must be > 0, got {value!r}")
 
 
-class LowRankIPMClassifier(ClassifierMixin, BaseEstimator):
+class LowRankIPMClassifier(BinaryClassifierMixin, BaseEstimator):
     """Binary L1-SVC on a rank-k kernel factor, solved to a certified gap by an IPM.
 
     Parameters
@@ -252,16 +253,3 @@ class LowRankIPMClassifier(ClassifierMixin, BaseEstimator):
         for i in range(0, X.shape[0], 4096):
             out[i:i + 4096] = self.feature_map_.transform(as_float64(X[i:i + 4096], device=self.device)) @ self._coef
         return (out + self.intercept_).cpu().numpy()
-
-    def predict(self, X):
-        """Predicted labels (values of ``classes_``).
-
-        Parameters
-        ----------
-        X : array-like or tensor of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-        """
-        return self.classes_[(self.decision_function(X) > 0).astype(int)]

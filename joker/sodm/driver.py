@@ -31,10 +31,11 @@ import warnings
 
 import numpy as np
 import torch
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from ..bandwidth import resolve_sigma
+from ..binary import BinaryClassifierMixin
 from ..estimators import ConvergenceWarning, JokerClassifier
 from ..inputs import InputFrame, bandwidth_scale, binary_labels, validate_Xy
 from ..solver import DEFAULTS
@@ -78,7 +79,7 @@ def solve_partition(X, y, alpha0, params, threads):
             "epochs": int(m.n_epochs_), "seconds": float(m.fit_time_), "converged": bool(m.converged_)}
 
 
-class SODMClassifier(ClassifierMixin, BaseEstimator):
+class SODMClassifier(BinaryClassifierMixin, BaseEstimator):
     """Scalable ODM (SODM, IJCAI 2023, arXiv:2305.04837) with Joker solving every partition; binary only.
 
     Parameters
@@ -213,7 +214,8 @@ class SODMClassifier(ClassifierMixin, BaseEstimator):
         self
         """
         t0 = time.perf_counter()
-        self.__dict__.pop("model_", None)  # a fit that fails leaves the estimator unfitted
+        for attr in ("model_", "classes_"):  # a fit that fails leaves the estimator unfitted
+            self.__dict__.pop(attr, None)
         self._check_params()
         X, y = validate_Xy(self, X, y)
         X = X.detach().cpu().numpy() if torch.is_tensor(X) else X
@@ -284,10 +286,20 @@ class SODMClassifier(ClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ predict
     def decision_function(self, X):
-        """Decision values of the final model, shape (n_samples,); > 0 means ``classes_[1]``."""
+        """Decision values of the final model (> 0 means ``classes_[1]``).
+
+        Parameters
+        ----------
+        X : array-like or tensor of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            Before ``fit``.
+        """
         check_is_fitted(self, "model_")
         return self.model_.decision_function(X)
-
-    def predict(self, X):
-        """Predicted labels (values of ``classes_``), shape (n_samples,)."""
-        return self.classes_[(self.decision_function(X) > 0).astype(int)]
