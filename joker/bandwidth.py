@@ -48,13 +48,17 @@ class BandwidthWarning(UserWarning):
 
 _BINS = 2**16
 _CHUNK_BYTES = 4 * 2**20
+_DENSE_SUBSAMPLE_BYTES = 256 * 2**20
+"""A sparse X's subsample is densified only below this size (m x d float64); else it stays CSR."""
 
 
 def _subsample(X, n: int, seed: int) -> torch.Tensor:
     """Rows drawn without replacement with ``numpy.random.default_rng(seed)``, as float64.
 
     Only the drawn rows are copied and cast, never the whole of ``X``
-    (numpy, torch or scipy.sparse; any byte order).
+    (numpy, torch or scipy.sparse; any byte order). A float64 tensor, or for
+    a sparse X whose dense subsample would exceed ``_DENSE_SUBSAMPLE_BYTES``
+    a float64 scipy CSR matrix.
     """
     if torch.is_tensor(X):
         X = X.detach().cpu()
@@ -66,6 +70,12 @@ def _subsample(X, n: int, seed: int) -> torch.Tensor:
         raise ValueError("median_sigma needs an array of shape (n_samples >= 2, n_features)")
     rng = np.random.default_rng(seed)
     idx = rng.choice(X.shape[0], size=min(n, X.shape[0]), replace=False)
+    if sp.issparse(X) and idx.size * X.shape[1] * 8 > _DENSE_SUBSAMPLE_BYTES:
+        rows = sp.csr_matrix(X[idx], dtype=np.float64)
+        rows.sum_duplicates()
+        if not np.isfinite(rows.data).all():
+            raise ValueError("median_sigma: X holds NaN or infinite values")
+        return rows
     rows = torch.empty((idx.size, X.shape[1]), dtype=torch.float64)
     step = max(1, _CHUNK_BYTES // (8 * max(1, X.shape[1])))
     for i in range(0, idx.size, step):  # chunked gather + cast: no second full-size copy in X's dtype
@@ -100,7 +110,10 @@ def _upper_values(Xs: torch.Tensor, sq: torch.Tensor):
             j2 = min(j + t, m)
             tile = buf[: (i2 - i) * (j2 - j)].view(i2 - i, j2 - j)
             torch.add(sq[i:i2, None], sq[None, j:j2], out=tile)
-            tile.addmm_(Xs[i:i2], Xs[j:j2].T, alpha=-2.0).clamp_(min=0.0)
+            if sp.issparse(Xs):  # sparse subsample: the tile's products x.z from a sparse product
+                tile.sub_(torch.from_numpy((Xs[i:i2] @ Xs[j:j2].T).toarray()), alpha=2.0).clamp_(min=0.0)
+            else:
+                tile.addmm_(Xs[i:i2], Xs[j:j2].T, alpha=-2.0).clamp_(min=0.0)
             if j == i:  # the diagonal tile: strictly above its diagonal
                 iu = torch.triu_indices(i2 - i, i2 - i, offset=1)
                 yield tile[iu[0], iu[1]]
@@ -138,7 +151,11 @@ def _kth_smallest(Xs: torch.Tensor, k: int, max_gather: int) -> float:
     # Xs is centred (median_sigma): distances do not change, cancellation in |x|^2 + |z|^2 - 2 x.z does.
     # Squared norms in row chunks: (Xs * Xs) at once would be a second m x d matrix.
     step = max(1, _CHUNK_BYTES // (8 * max(1, Xs.shape[1])))
-    sq = torch.cat([torch.einsum("ij,ij->i", Xs[i:i + step], Xs[i:i + step]) for i in range(0, Xs.shape[0], step)])
+    if sp.issparse(Xs):
+        sq = torch.from_numpy(np.asarray(Xs.multiply(Xs).sum(1), dtype=np.float64).ravel())
+    else:
+        sq = torch.cat([torch.einsum("ij,ij->i", Xs[i:i + step], Xs[i:i + step])
+                        for i in range(0, Xs.shape[0], step)])
     # every distance lies in [0, hi]: |x - z|^2 <= 2|x|^2 + 2|z|^2 <= 4 max|x|^2 (margin for rounding)
     lo, hi = 0.0, 4.0 * float(sq.max()) * (1 + 1e-9) + 1e-300
     while True:
@@ -160,7 +177,15 @@ def _kth_smallest(Xs: torch.Tensor, k: int, max_gather: int) -> float:
 
 def _repeated_pairs(Xs: torch.Tensor) -> int:
     """Number of pairs i < j of identical rows (exact: from the counts of each distinct row)."""
-    counts = torch.unique(Xs, dim=0, return_counts=True)[1].to(torch.int64)
+    if sp.issparse(Xs):  # canonical CSR: a row is its (indices, values) bytes
+        keys = {}
+        for i in range(Xs.shape[0]):
+            a, b = Xs.indptr[i], Xs.indptr[i + 1]
+            key = (Xs.indices[a:b].tobytes(), Xs.data[a:b].tobytes())
+            keys[key] = keys.get(key, 0) + 1
+        counts = torch.tensor(list(keys.values()), dtype=torch.int64)
+    else:
+        counts = torch.unique(Xs, dim=0, return_counts=True)[1].to(torch.int64)
     return int((counts * (counts - 1) // 2).sum())
 
 
@@ -180,12 +205,14 @@ def _median_distance(X, n, seed, max_gather):
                       "rows", BandwidthWarning, stacklevel=3)
     # Centre, and divide by a power of two near the largest entry: distances are unchanged up to
     # that exact factor, and squared norms of data near 1e200 no longer overflow float64.
-    Xs -= Xs.mean(0)  # in place: the subsample is already this function's own float64 copy
+    # (A sparse subsample is not centred: that would make it dense.)
+    if not sp.issparse(Xs):
+        Xs -= Xs.mean(0)  # in place: the subsample is already this function's own float64 copy
     top = max(float(Xs.max()), -float(Xs.min()))  # max |x| without an m x d temporary
     scale = 2.0 ** math.ceil(math.log2(top)) if top > 0 and math.isfinite(top) else 1.0
     if not math.isfinite(top):
         raise ValueError("median_sigma: the drawn rows are too large to centre in float64 (overflow)")
-    Xs /= scale
+    Xs = Xs / scale if sp.issparse(Xs) else Xs.div_(scale)
     return scale * float(np.sqrt(_kth_smallest(Xs, k, int(max_gather))))
 
 

@@ -29,6 +29,7 @@ from .inputs import InputFrame, as_float64, bandwidth_scale, check_dtype, valida
 from .kernels import KERNELS, kernel_matmul
 from .losses import CLASSIFICATION_LOSSES, REGRESSION_LOSSES, make_loss
 from .operators import ExactKernelOperator, RFFOperator
+from .sparse import abs_max, is_sparse
 from .solver import DEFAULTS, SolverOptions, auto_block_size, dbcd_tr, warn_not_converged
 from .target_scale import target_scale, unscale
 
@@ -87,7 +88,7 @@ def _check_kernel_range(Xt, sigma):
     OverflowError or non-finite kernel values.
     """
     big = float(torch.finfo(Xt.dtype).max) ** 0.5 / max(1, Xt.shape[1]) ** 0.5 / 4
-    top = float(Xt.abs().max()) / float(sigma) if Xt.numel() else 0.0
+    top = abs_max(Xt) / float(sigma)
     if not top < big:
         raise ValueError(f"the centred inputs are {top:.3g} times sigma, too large for {Xt.dtype} kernel "
                          f"arithmetic (limit about {big:.3g}): sigma is far too small for the scale of X")
@@ -211,6 +212,11 @@ class _JokerBase(BaseEstimator):
         self.intercept_scaling = intercept_scaling
         self.cache_size = cache_size
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # scipy.sparse CSR/CSC (joker.sparse)
+        return tags
+
     # ------------------------------------------------------------------ checks
     def _check_params(self):
         if self.loss not in self._losses:
@@ -302,7 +308,8 @@ class _JokerBase(BaseEstimator):
         # stay in the dtype's range whatever the scale of X (random features never square X).
         exact = self.n_components is None
         self._frame, Xt = InputFrame.fit_transform(X, check_dtype(self.dtype), self.device,
-                                                   scale=bandwidth_scale(self.sigma_) if exact else 1.0)
+                                                   scale=bandwidth_scale(self.sigma_) if exact else 1.0,
+                                                   sparse_mean=not exact)  # RFF: sparse rows' shift in the phases
         self._sigma = self.sigma_ / self._frame.scale  # the bandwidth in the framed units of Xt
         self.X_mean_ = self._frame.mean.to(Xt.dtype)
         if exact:
@@ -412,12 +419,20 @@ class _JokerBase(BaseEstimator):
         # Only the support (non-zero rows of alpha) contributes: for an SVM most
         # of the training set drops out.
         sv = torch.nonzero(self._alpha.abs().sum(1) > 0).flatten()
-        return kernel_matmul(Xc, self._X_fit[sv], self._alpha[sv], self.kernel, self._sigma) + self._bias
+        if not is_sparse(self._X_fit):
+            return kernel_matmul(Xc, self._X_fit[sv], self._alpha[sv], self.kernel, self._sigma) + self._bias
+        # sparse training rows: the support vectors are gathered dense a chunk at a time (chunk x d)
+        out = torch.zeros((Xc.shape[0], self._alpha.shape[1]), dtype=self._alpha.dtype, device=self._alpha.device)
+        step = max(1, 2**22 // max(1, Xc.shape[1]))
+        for j in range(0, len(sv), step):
+            out += kernel_matmul(Xc, self._X_fit[sv[j:j + step]], self._alpha[sv[j:j + step]], self.kernel,
+                                 self._sigma)
+        return out + self._bias
 
     def _decision(self, X):
         check_is_fitted(self, "n_epochs_")
         as_tensor = torch.is_tensor(X)
-        X = validate_X(self, X, reset=False)
+        X = validate_X(self, X, reset=False, accept_sparse=True)
         F = self._raw_decision(X)
         if self._single_output and F.shape[1] == 1:
             F = F[:, 0]
@@ -526,7 +541,7 @@ class JokerRegressor(RegressorMixin, _JokerBase):
         self
         """
         loss = self._check_params()
-        X, y = validate_Xy(self, X, y, multi_output=True, y_numeric=True)
+        X, y = validate_Xy(self, X, y, multi_output=True, y_numeric=True, accept_sparse=True)
         self._single_output = y.ndim == 1
         Y = as_float64(y, device=self.device)
         Y = Y[:, None] if Y.ndim == 1 else Y
@@ -649,7 +664,7 @@ class JokerClassifier(ClassifierMixin, _JokerBase):
         loss = self._check_params()
         if self.multi_class not in ("ovr", "ovo"):
             raise ValueError(f'multi_class must be "ovr" or "ovo", got {self.multi_class!r}')
-        X, y = validate_Xy(self, X, y)
+        X, y = validate_Xy(self, X, y, accept_sparse=True)
         check_classification_targets(y)
         classes, y_idx = np.unique(y, return_inverse=True)
         k = len(classes)

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from .inputs import InputFrame
+from .sparse import is_sparse, matmul
 from .kernels import check_kernel
 
 __all__ = ["RandomFourierFeatures"]
@@ -45,7 +46,8 @@ class RandomFourierFeatures:
         Mean of the fitted inputs, subtracted in float64 before the cast to
         ``dtype`` (the kernel is shift-invariant, so psi(x - center_) is a
         feature map of the same kernel; in float32 it keeps inputs with a
-        large offset from being rounded).
+        large offset from being rounded). Sparse inputs stay uncentred and
+        the shift goes into the phases instead (:meth:`transform_tensor`).
 
     Raises
     ------
@@ -79,7 +81,7 @@ class RandomFourierFeatures:
         self
         """
         d = int(X.shape[1])
-        self._frame = InputFrame.fit(X, self.dtype, self.device)
+        self._frame = InputFrame.fit(X, self.dtype, self.device, sparse_mean=True)
         self.center_ = self._frame.mean
         rng = np.random.default_rng(self.random_state)
         M = self.n_components
@@ -93,6 +95,10 @@ class RandomFourierFeatures:
         b = rng.uniform(0.0, 2.0 * np.pi, size=M)
         self.W_ = torch.as_tensor(W, dtype=self.dtype, device=self.device)
         self.b_ = torch.as_tensor(b, dtype=self.dtype, device=self.device)
+        # phases of uncentred (sparse) rows: W (x - c) + b = W x + (b - W c), in float64
+        W64 = torch.as_tensor(W, dtype=torch.float64, device=self.device)
+        self._b_uncentred = (torch.as_tensor(b, dtype=torch.float64, device=self.device)
+                             - W64 @ self.center_).to(self.dtype)
         self.n_features_in_ = d
         return self
 
@@ -101,8 +107,9 @@ class RandomFourierFeatures:
 
         Parameters
         ----------
-        X : array-like or tensor of shape (n_samples, n_features)
-            Any layout; centred in float64, then cast to ``dtype``.
+        X : array-like, tensor or scipy.sparse matrix of shape (n_samples, n_features)
+            Any layout; centred in float64, then cast to ``dtype`` (sparse
+            inputs are not centred: :class:`joker.inputs.InputFrame`).
 
         Returns
         -------
@@ -120,7 +127,7 @@ class RandomFourierFeatures:
         out = self.transform_tensor(self._frame(X))
         return out.cpu().numpy() if as_numpy else out
 
-    def transform_tensor(self, Xc):
+    def transform_tensor(self, Xc, centred=None):
         """psi of inputs already centred (X - center_), with no checks or copies.
 
         The fast path of the solver's operators and of predict, which centre
@@ -129,10 +136,20 @@ class RandomFourierFeatures:
         Parameters
         ----------
         Xc : tensor of shape (n_samples, n_features), of ``dtype`` on ``device``
+            Dense, or sparse (:class:`joker.sparse.SparseRows` or a torch
+            CSR tensor) and then not centred (sparse rows never are,
+            :class:`joker.inputs.InputFrame`): psi = sqrt(2/M)
+            cos(X W^T + (b - W center_)), a sparse X W^T product.
+        centred : bool or None
+            Whether Xc is centred; None: dense inputs are, sparse ones are
+            not (dense rows gathered from sparse ones are not either: their
+            caller says ``centred=False``).
 
         Returns
         -------
         tensor of shape (n_samples, n_components)
         """
-        P = torch.addmm(self.b_, Xc, self.W_.T)
+        centred = not is_sparse(Xc) if centred is None else centred
+        P = torch.addmm(self.b_ if centred else self._b_uncentred, Xc, self.W_.T) if not is_sparse(Xc) else \
+            matmul(Xc, self.W_.T).add_(self.b_ if centred else self._b_uncentred)
         return P.cos_().mul_((2.0 / self.n_components) ** 0.5)

@@ -26,9 +26,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import scipy.sparse as sp
 import torch
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_array, column_or_1d, validate_data
+
+from .sparse import SparseRows
 
 __all__ = ["DTYPES", "as_float64", "check_dtype", "validate_X", "validate_Xy", "binary_labels",
            "bandwidth_scale", "InputFrame"]
@@ -81,6 +84,8 @@ def check_dtype(dtype):
 
 
 def _check_tensor_X(X, name="X"):
+    if X.layout != torch.strided:
+        raise TypeError(f"{name} is a sparse torch tensor ({X.layout}); pass a scipy.sparse matrix or a dense tensor")
     if X.ndim != 2:
         raise ValueError(f"Expected 2D array for {name}, got a tensor of shape {tuple(X.shape)}")
     if X.shape[0] == 0:
@@ -93,7 +98,7 @@ def _check_tensor_X(X, name="X"):
         raise ValueError(f"Input {name} contains NaN or infinity.")
 
 
-def validate_X(estimator, X, reset):
+def validate_X(estimator, X, reset, accept_sparse=False):
     """Checked inputs of ``estimator``: a tensor stays a tensor, anything else a native float array.
 
     Parameters
@@ -104,10 +109,13 @@ def validate_X(estimator, X, reset):
     X : array-like or tensor of shape (n_samples, n_features)
     reset : bool
         True in ``fit``.
+    accept_sparse : bool
+        Take scipy.sparse matrices and arrays (returned as CSR); otherwise
+        they get scikit-learn's TypeError ("dense data is required").
 
     Returns
     -------
-    tensor (on X's device) or ndarray of float64 or float32, native byte order.
+    tensor (on X's device), ndarray or scipy.sparse CSR matrix of float64 or float32, native byte order.
 
     Raises
     ------
@@ -118,7 +126,9 @@ def validate_X(estimator, X, reset):
         Non-numeric values.
     """
     if not torch.is_tensor(X):
-        return validate_data(estimator, X, reset=reset, dtype=[np.float64, np.float32])
+        X = validate_data(estimator, X, reset=reset, dtype=[np.float64, np.float32],
+                          accept_sparse=["csr", "csc"] if accept_sparse else False)
+        return X.tocsr() if sp.issparse(X) else X
     _check_tensor_X(X)
     if reset:
         estimator.n_features_in_ = int(X.shape[1])
@@ -132,7 +142,7 @@ def _numpy(y):
     return y.detach().cpu().numpy() if torch.is_tensor(y) else y
 
 
-def validate_Xy(estimator, X, y, multi_output=False, y_numeric=False):
+def validate_Xy(estimator, X, y, multi_output=False, y_numeric=False, accept_sparse=False):
     """Checked training inputs and targets of ``estimator`` (``fit``).
 
     Parameters
@@ -145,6 +155,8 @@ def validate_Xy(estimator, X, y, multi_output=False, y_numeric=False):
         Accept 2-D targets (regression).
     y_numeric : bool
         Targets must be numbers (regression); else any labels.
+    accept_sparse : bool
+        As :func:`validate_X`.
 
     Returns
     -------
@@ -161,8 +173,9 @@ def validate_Xy(estimator, X, y, multi_output=False, y_numeric=False):
         raise ValueError(f"{type(estimator).__name__} requires y to be passed, but the target y is None.")
     y = _numpy(y)
     if not torch.is_tensor(X):
-        return validate_data(estimator, X, y, multi_output=multi_output, y_numeric=y_numeric,
-                             dtype=[np.float64, np.float32])
+        X, y = validate_data(estimator, X, y, multi_output=multi_output, y_numeric=y_numeric,
+                             dtype=[np.float64, np.float32], accept_sparse=["csr", "csc"] if accept_sparse else False)
+        return (X.tocsr() if sp.issparse(X) else X), y
     X = validate_X(estimator, X, reset=True)
     if multi_output:
         y = check_array(y, ensure_2d=False, dtype="numeric" if y_numeric else None, input_name="y")
@@ -231,6 +244,16 @@ def bandwidth_scale(sigma):
 class InputFrame:
     """x -> ((x - mean) / scale) in float64, then cast to ``dtype`` on ``device``.
 
+    scipy.sparse inputs are not centred: they become
+    :class:`joker.sparse.SparseRows`, never dense. A frame fitted on them has
+    mean 0 (the exact kernel is shift-invariant: every input of a model just
+    has to be shifted alike), unless ``sparse_mean``: then it keeps their
+    mean for dense inputs and the consumer of the uncentred sparse rows
+    owes the shift (the random features fold it into their phases,
+    :class:`joker.features.RandomFourierFeatures`). Sparse inputs given to
+    a frame fitted on dense ones (a nonzero mean, no ``sparse_mean``) are
+    densified to be centred.
+
     Parameters
     ----------
     mean : float64 tensor of shape (n_features,)
@@ -240,19 +263,23 @@ class InputFrame:
     dtype : torch.dtype
     device : str or torch.device
 
+    sparse_mean : bool
+        Sparse inputs come back uncentred although ``mean`` is not 0 (above).
+
     Attributes
     ----------
-    mean, scale, dtype, device : as given.
+    mean, scale, dtype, device, sparse_mean : as given.
     """
 
-    def __init__(self, mean, scale, dtype, device):
+    def __init__(self, mean, scale, dtype, device, sparse_mean=False):
         self.mean = mean
         self.scale = float(scale)
         self.dtype = dtype
         self.device = device
+        self.sparse_mean = bool(sparse_mean)
 
     @classmethod
-    def fit(cls, X, dtype, device, scale=1.0):
+    def fit(cls, X, dtype, device, scale=1.0, sparse_mean=False):
         """The frame of training inputs ``X``: their float64 mean.
 
         Parameters
@@ -262,15 +289,20 @@ class InputFrame:
         device : str or torch.device
         scale : float
             Power of two to divide by (:func:`bandwidth_scale`).
+        sparse_mean : bool
+            For sparse X: keep its mean (class docstring); else the mean is 0.
 
         Returns
         -------
         InputFrame
         """
+        if sp.issparse(X):
+            mean = np.asarray(X.mean(axis=0), dtype=np.float64).ravel() if sparse_mean else np.zeros(X.shape[1])
+            return cls(torch.from_numpy(mean).to(device), scale, dtype, device, sparse_mean)
         return cls(as_float64(X, device=device).mean(0), scale, dtype, device)
 
     @classmethod
-    def fit_transform(cls, X, dtype, device, scale=1.0):
+    def fit_transform(cls, X, dtype, device, scale=1.0, sparse_mean=False):
         """The frame of ``X`` (:meth:`fit`) and the framed ``X``, from one float64 copy.
 
         Returns
@@ -283,6 +315,9 @@ class InputFrame:
         ValueError
             As :meth:`__call__`.
         """
+        if sp.issparse(X):
+            frame = cls.fit(X, dtype, device, scale, sparse_mean)
+            return frame, frame(X)
         X64 = as_float64(X, device=device)
         frame = cls(X64.mean(0), scale, dtype, device)
         return frame, frame._apply(X64)
@@ -297,6 +332,8 @@ class InputFrame:
         Returns
         -------
         tensor of shape (n_samples, n_features), ``dtype`` on ``device``
+            (:class:`joker.sparse.SparseRows`, uncentred, for sparse X and a
+            frame of mean 0 or ``sparse_mean``)
 
         Raises
         ------
@@ -304,6 +341,15 @@ class InputFrame:
             The inputs are too large to centre in float64, or the framed
             values overflow ``dtype`` (float32 holds up to 3.4e38).
         """
+        if sp.issparse(X):
+            if not self.sparse_mean and bool(self.mean.any()):
+                X = X.toarray()
+            else:
+                rows = SparseRows.from_scipy(X, self.dtype, self.device, self.scale)
+                if not bool(torch.isfinite(rows.data).all()):
+                    raise ValueError(f"the inputs are too large for {self.dtype} (an entry of x / {self.scale:.3g} "
+                                     "overflows): rescale X")
+                return rows
         return self._apply(as_float64(X, device=self.device))
 
     def _apply(self, X64):
