@@ -602,12 +602,24 @@ class Adapter(abc.ABC):
 
     # ------------------------------------------------------------------ helpers
 
+    accepts_sparse: ClassVar[bool] = False
+    """Whether ``_fit``/``_decision`` take scipy.sparse X (as CSR, never densified); others get a TypeError."""
+
     def _check_X(self, X: Any, *, fitting: bool) -> np.ndarray:
+        import scipy.sparse as sp
+
+        if sp.issparse(X):
+            if not self.accepts_sparse:
+                raise TypeError(f"{self.name} takes dense X, got a scipy.sparse matrix: pass X.toarray()")
+            arr = sp.csr_matrix(X, dtype=np.dtype(self.dtype))
+            if not np.all(np.isfinite(arr.data)):
+                raise ValueError(f"X contains NaN or infinite values (in {self.dtype})")
+            self._check_width(arr, fitting)
+            return arr
         arr = np.asarray(X)
         if arr.ndim != 2:
             raise ValueError(f"X must be 2-D (n_samples, n_features), got shape {arr.shape}")
-        if arr.shape[0] < 1 or arr.shape[1] < 1:
-            raise ValueError(f"X must have at least one row and one column, got shape {arr.shape}")
+        self._check_width(arr, False)
         if not np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.complexfloating):
             raise ValueError(f"X must be real numbers, got dtype {arr.dtype}")
         arr = np.ascontiguousarray(arr, dtype=np.dtype(self.dtype))
@@ -615,9 +627,14 @@ class Adapter(abc.ABC):
             arr = arr.copy()
         if not np.all(np.isfinite(arr)):
             raise ValueError(f"X contains NaN or infinite values (in {self.dtype})")
+        self._check_width(arr, fitting)
+        return arr
+
+    def _check_width(self, arr: Any, fitting: bool) -> None:
+        if arr.shape[0] < 1 or arr.shape[1] < 1:
+            raise ValueError(f"X must have at least one row and one column, got shape {arr.shape}")
         if not fitting and self.n_features_in_ is not None and arr.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {arr.shape[1]} features, the model was fitted with {self.n_features_in_}")
-        return arr
 
     def _encode_y(self, y: Any, n: int) -> np.ndarray:
         """Targets for ``_fit``: float y (regression), -1/+1 (binary), class index (multiclass)."""

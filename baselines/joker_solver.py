@@ -123,6 +123,7 @@ class JokerAdapter(Adapter):
 
     module = "joker"
     distribution = "joker-bench"
+    accepts_sparse = True  # the Joker estimators take scipy.sparse CSR as it is (joker.sparse)
     losses = {"regression": tuple(REGRESSION_LOSSES), "binary": _CLASSIFICATION, "multiclass": _CLASSIFICATION}
     kernels = tuple(KERNELS)
     devices = ("cpu", "cuda")

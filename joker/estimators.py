@@ -20,15 +20,17 @@ from sklearn.exceptions import ConvergenceWarning as _SkConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
+from sklearn.utils.validation import check_is_fitted
 
+from .bandwidth import resolve_sigma
 from .devices import check_device
 from .features import RandomFourierFeatures
-from .inputs import as_float64
-from .kernels import KERNELS, kernel_matmul, median_sigma
+from .inputs import InputFrame, as_float64, bandwidth_scale, check_dtype, validate_X, validate_Xy
+from .kernels import KERNELS, kernel_matmul
 from .losses import CLASSIFICATION_LOSSES, REGRESSION_LOSSES, make_loss
 from .operators import ExactKernelOperator, RFFOperator
-from .sample_weight import check_sample_weight, class_weights, row_weights, weighted_mean
+from .sample_weight import check_sample_weight, class_weights, row_weights
+from .sparse import abs_max, is_sparse
 from .solver import DEFAULTS, SolverOptions, auto_block_size, dbcd_tr, warn_not_converged
 from .target_scale import target_scale, unscale
 
@@ -39,7 +41,6 @@ class ConvergenceWarning(_SkConvergenceWarning):
     """Joker stopped (max_epochs / max_time) before its certificate met ``tol``."""
 
 
-_DTYPES = {"float64": torch.float64, "float32": torch.float32}
 # Knobs that are both estimator parameters and SolverOptions fields (defaults: joker.solver.DEFAULTS).
 CACHE_SIZE = 1024
 """``cache_size="auto"`` of the estimators on data of at least ``CACHE_MIN_FEATURES`` features, in MiB."""
@@ -76,37 +77,22 @@ def auto_cache_size(n_features):
 _SHARED_KNOBS = ("block_size", "tol", "kkt_tol", "max_epochs", "max_time", "verbose")
 
 
-def _is_tensor(a):
-    return torch.is_tensor(a)
-
-
-def _check_tensor_X(X, name="X"):
-    if X.ndim != 2:
-        raise ValueError(f"Expected 2D array for {name}, got a tensor of shape {tuple(X.shape)}")
-    if X.shape[0] == 0:
-        raise ValueError(f"Found array with 0 sample(s) (shape={tuple(X.shape)}) while a minimum of 1 is required.")
-    if X.shape[1] == 0:
-        raise ValueError(f"Found array with 0 feature(s) (shape={tuple(X.shape)}) while a minimum of 1 is required.")
-    if not torch.is_floating_point(X) and X.dtype not in (torch.int32, torch.int64, torch.int16, torch.int8,
-                                                          torch.uint8):
-        raise TypeError(f"{name} must hold numbers, got a tensor of dtype {X.dtype}")
-    if torch.is_floating_point(X) and not bool(torch.isfinite(X).all()):
-        raise ValueError(f"Input {name} contains NaN or infinity.")
-
-
 def _check_kernel_range(Xt, sigma):
-    """ValueError when squared distances (or sigma^2) of the centred inputs overflow the dtype.
+    """ValueError when squared distances of the framed inputs, in units of sigma, overflow the dtype.
 
-    The kernels use ||x||^2 and 1 / sigma^2; centred inputs of about 1e154
-    (float64) or 1e19 (float32) overflow them, and the fit would stop on a
-    raw OverflowError or non-finite kernel values.
+    ``Xt`` is centred and divided by a power of two near the bandwidth
+    (:class:`joker.inputs.InputFrame`), so this fails only when the data's
+    spread exceeds sigma by a factor of about 1e150 (float64) or 1e18
+    (float32): with a ``sigma`` given far too small for the data (every
+    off-diagonal kernel value would be exp(-1e36) anyway). The kernels use
+    ||x||^2 and 1 / sigma^2, which would then overflow into a raw
+    OverflowError or non-finite kernel values.
     """
     big = float(torch.finfo(Xt.dtype).max) ** 0.5 / max(1, Xt.shape[1]) ** 0.5 / 4
-    top = float(Xt.abs().max()) if Xt.numel() else 0.0
-    if not top < big or not float(sigma) < big:
-        raise ValueError(f"the centred inputs (largest |x - mean| {top:.3g}) or sigma ({float(sigma):.3g}) are "
-                         f"too large for {Xt.dtype} kernel arithmetic (limit about {big:.3g}): rescale X "
-                         "(the Gaussian and Laplacian kernels depend on X / sigma only)")
+    top = abs_max(Xt) / float(sigma)
+    if not top < big:
+        raise ValueError(f"the centred inputs are {top:.3g} times sigma, too large for {Xt.dtype} kernel "
+                         f"arithmetic (limit about {big:.3g}): sigma is far too small for the scale of X")
 
 
 class _JokerBase(BaseEstimator):
@@ -120,10 +106,20 @@ class _JokerBase(BaseEstimator):
         exp(-||x-z||^2 / (2 sigma^2)) or exp(-||x-z||_2 / sigma).
     sigma : float or "median"
         Bandwidth > 0; "median" uses the median heuristic on the training
-        set (:func:`joker.kernels.median_sigma`, 5,000 rows, seed 0).
+        set (:func:`joker.bandwidth.resolve_sigma`: 5,000 rows, seed 0; the
+        median of the distances between distinct rows, with a
+        :class:`joker.bandwidth.BandwidthWarning`, when most rows repeat).
+        The exact kernel is computed on the inputs centred in float64 and
+        divided by a power of two near sigma (:class:`joker.inputs.InputFrame`),
+        so features on any scale (1e-20 or 1e20) fit as at scale 1.
     lam : float
         Regularisation lambda > 0 of the sum-of-losses primal
-        (lam/2 ||theta||^2 + sum_i loss_i).
+        (lam/2 ||theta||^2 + sum_i loss_i). In LIBSVM's and LIBLINEAR's
+        terms (1/2 ||w||^2 + C sum_i loss_i) C = 1 / lam for the hinge,
+        logistic and epsilon-insensitive losses; the squared hinge and the
+        squared loss carry a factor 1/2 (docs/dual.md s.2), so the squared
+        hinge is LIBLINEAR's L2-SVC at C = 1 / (2 lam) and the squared loss
+        scikit-learn's ``KernelRidge(alpha=lam)``.
     n_components : int or None
         None: exact kernel; M >= 1: M random Fourier features (inexact Joker).
     block_size : int or "auto", default "auto"
@@ -217,6 +213,11 @@ class _JokerBase(BaseEstimator):
         self.intercept_scaling = intercept_scaling
         self.cache_size = cache_size
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # scipy.sparse CSR/CSC (joker.sparse)
+        return tags
+
     # ------------------------------------------------------------------ checks
     def _check_params(self):
         if self.loss not in self._losses:
@@ -259,8 +260,7 @@ class _JokerBase(BaseEstimator):
                              f"got {self.kkt_tol!r}")
         if self.max_time is not None and not (isinstance(self.max_time, numbers.Real) and self.max_time > 0):
             raise ValueError(f"max_time must be None or a number of seconds > 0, got {self.max_time!r}")
-        if self.dtype not in _DTYPES:
-            raise ValueError(f"dtype={self.dtype!r}; expected one of {list(_DTYPES)}")
+        check_dtype(self.dtype)
         check_device(self.device)
         if not isinstance(self.fit_intercept, (bool, np.bool_)):
             raise TypeError(f"fit_intercept must be True or False, got {self.fit_intercept!r}")
@@ -279,22 +279,7 @@ class _JokerBase(BaseEstimator):
 
     def _torch(self, A):
         """Any array or tensor (any layout) as a tensor of ``dtype`` on ``device``, via float64."""
-        return as_float64(A, device=self.device).to(_DTYPES[self.dtype])
-
-    def _centred(self, X):
-        """(X - X_mean_) computed in float64, then cast to ``dtype`` (tensor on ``device``)."""
-        return (as_float64(X, device=self.device) - self._X_mean64).to(_DTYPES[self.dtype])
-
-    def _validate_X(self, X, reset):
-        if _is_tensor(X):
-            _check_tensor_X(X)
-            if reset:
-                self.n_features_in_ = int(X.shape[1])
-            elif X.shape[1] != self.n_features_in_:
-                raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
-                                 f"{self.n_features_in_} features as input.")
-            return X
-        return validate_data(self, X, reset=reset, dtype=[np.float64, np.float32])
+        return as_float64(A, device=self.device).to(check_dtype(self.dtype))
 
     # ------------------------------------------------------------------ solve
     def _solve(self, X, Y, loss, alpha0=None, scale=1.0, sample_weight=None, mean_weight=None):
@@ -320,14 +305,22 @@ class _JokerBase(BaseEstimator):
             loss = loss.scaled(scale)
             if options.radius0 is not None:  # a radius on alpha steps, which shrink with the targets
                 options = dataclasses.replace(options, radius0=options.radius0 / scale)
-        # Centre in float64 before any cast to float32, on both paths: the kernels
-        # are shift-invariant, and a large offset would otherwise round the inputs.
-        self._X_mean64 = weighted_mean(as_float64(X, device=self.device), mean_weight)
-        Xt = self._centred(X)
-        self.X_mean_ = self._X_mean64.to(Xt.dtype)
-        self.sigma_ = self._bandwidth(Xt)
-        if self.n_components is None:  # random features never square X: X W / sigma stays in range
-            _check_kernel_range(Xt, self.sigma_)
+        self.sigma_ = resolve_sigma(self.sigma, X)
+        # Centre in float64 before any cast to float32, on both paths (the kernels are
+        # shift-invariant, and a large offset would otherwise round the inputs); on the exact
+        # path also divide by a power of two near sigma, so that squared norms and 1 / sigma^2
+        # stay in the dtype's range whatever the scale of X (random features never square X).
+        # The centre is weighted by ``mean_weight`` (random features depend on it: integer
+        # weights must stay repeated rows).
+        exact = self.n_components is None
+        self._frame, Xt = InputFrame.fit_transform(X, check_dtype(self.dtype), self.device,
+                                                   scale=bandwidth_scale(self.sigma_) if exact else 1.0,
+                                                   sparse_mean=not exact,  # RFF: sparse rows' shift in the phases
+                                                   sample_weight=mean_weight)
+        self._sigma = self.sigma_ / self._frame.scale  # the bandwidth in the framed units of Xt
+        self.X_mean_ = self._frame.mean.to(Xt.dtype)
+        if exact:
+            _check_kernel_range(Xt, self._sigma)
         seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
         op = self._operator(X, Xt, Y.shape[1], seed, mean_weight)
         if alpha0 is not None:
@@ -359,25 +352,13 @@ class _JokerBase(BaseEstimator):
                 opts[name] = params[name]
         return SolverOptions.from_dict(opts)
 
-    def _bandwidth(self, Xt):
-        """sigma, or the median heuristic on the (centred) training inputs."""
-        if self.sigma != "median":
-            return float(self.sigma)
-        if Xt.shape[0] < 2:
-            raise ValueError("the median heuristic for sigma needs at least 2 samples, got 1 sample; "
-                             "give sigma explicitly")
-        try:
-            return median_sigma(Xt, n=5000, seed=0)
-        except ValueError:
-            return 1.0  # all rows identical: any bandwidth gives the same kernel (all ones)
-
     def _operator(self, X, Xt, n_outputs, seed, mean_weight=None):
         """The exact-kernel or random-feature operator on the centred inputs Xt (centre weighted by ``mean_weight``)."""
         s = float(self.intercept_scaling) if self.fit_intercept else None
         if self.n_components is None:
             self._X_fit = Xt
             mib = auto_cache_size(Xt.shape[1]) if isinstance(self.cache_size, str) else float(self.cache_size)
-            op = ExactKernelOperator(Xt, self.kernel, self.sigma_, n_outputs, offset=0.0 if s is None else s * s,
+            op = ExactKernelOperator(Xt, self.kernel, self._sigma, n_outputs, offset=0.0 if s is None else s * s,
                                      cache_bytes=int(mib * 2**20))
             self.cache_size_ = 0.0 if op.cache is None else op.cache.nbytes / 2**20  # what is held, <= n rows
             return op
@@ -436,7 +417,7 @@ class _JokerBase(BaseEstimator):
 
     def _raw_decision(self, X):
         """f(X) as a tensor of shape (m, C)."""
-        Xc = self._centred(X)
+        Xc = self._frame(X)
         if self.n_components is not None:
             out = torch.empty((Xc.shape[0], self._theta.shape[1]), dtype=Xc.dtype, device=Xc.device)
             for i in range(0, Xc.shape[0], 4096):
@@ -445,12 +426,20 @@ class _JokerBase(BaseEstimator):
         # Only the support (non-zero rows of alpha) contributes: for an SVM most
         # of the training set drops out.
         sv = torch.nonzero(self._alpha.abs().sum(1) > 0).flatten()
-        return kernel_matmul(Xc, self._X_fit[sv], self._alpha[sv], self.kernel, self.sigma_) + self._bias
+        if not is_sparse(self._X_fit):
+            return kernel_matmul(Xc, self._X_fit[sv], self._alpha[sv], self.kernel, self._sigma) + self._bias
+        # sparse training rows: the support vectors are gathered dense a chunk at a time (chunk x d)
+        out = torch.zeros((Xc.shape[0], self._alpha.shape[1]), dtype=self._alpha.dtype, device=self._alpha.device)
+        step = max(1, 2**22 // max(1, Xc.shape[1]))
+        for j in range(0, len(sv), step):
+            out += kernel_matmul(Xc, self._X_fit[sv[j:j + step]], self._alpha[sv[j:j + step]], self.kernel,
+                                 self._sigma)
+        return out + self._bias
 
     def _decision(self, X):
         check_is_fitted(self, "n_epochs_")
-        as_tensor = _is_tensor(X)
-        X = self._validate_X(X, reset=False)
+        as_tensor = torch.is_tensor(X)
+        X = validate_X(self, X, reset=False, accept_sparse=True)
         F = self._raw_decision(X)
         if self._single_output and F.shape[1] == 1:
             F = F[:, 0]
@@ -569,27 +558,13 @@ class JokerRegressor(RegressorMixin, _JokerBase):
         self
         """
         loss = self._check_params()
-        if _is_tensor(X) or _is_tensor(y):
-            if y is None:
-                raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None.")
-            X = torch.as_tensor(X) if not _is_tensor(X) else X
-            y = torch.as_tensor(np.asarray(y)) if not _is_tensor(y) else y
-            X = self._validate_X(X, reset=True)
-            if y.ndim not in (1, 2):
-                raise ValueError(f"y must be of shape (n_samples,) or (n_samples, n_outputs), got shape "
-                                 f"{tuple(y.shape)}")
-            if y.shape[0] != X.shape[0]:
-                raise ValueError(f"X and y have inconsistent numbers of samples: {X.shape[0]} != {y.shape[0]}")
-            if torch.is_floating_point(y) and not bool(torch.isfinite(y).all()):
-                raise ValueError("Input y contains NaN or infinity.")
-        else:
-            X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, dtype=[np.float64, np.float32])
+        X, y = validate_Xy(self, X, y, multi_output=True, y_numeric=True, accept_sparse=True)
         self._single_output = y.ndim == 1
         Y = as_float64(y, device=self.device)
         Y = Y[:, None] if Y.ndim == 1 else Y
         w = check_sample_weight(sample_weight, Y.shape[0])
-        self.target_scale_ = target_scale(Y, _DTYPES[self.dtype])
-        return self._solve(X, (Y / self.target_scale_).to(_DTYPES[self.dtype]), loss, alpha0, self.target_scale_, w,
+        self.target_scale_ = target_scale(Y, check_dtype(self.dtype))
+        return self._solve(X, (Y / self.target_scale_).to(check_dtype(self.dtype)), loss, alpha0, self.target_scale_, w,
                            mean_weight=w)
 
     def predict(self, X):
@@ -624,7 +599,8 @@ class JokerClassifier(ClassifierMixin, _JokerBase):
     Parameters
     ----------
     loss : {"squared_hinge", "hinge", "logistic", "squared", "odm"}, default "squared_hinge"
-        L2-SVC, L1-SVC, KLR, KRR on +-1 labels, ODM.
+        L2-SVC (max(0, 1 - y f)^2 / 2: LIBLINEAR's L2-SVC at C = 1 / (2 lam)),
+        L1-SVC (SVC at C = 1 / lam), KLR (C = 1 / lam), KRR on +-1 labels, ODM.
     multi_class : {"ovr", "ovo"}, default "ovr"
         How more than two classes are solved. ``"ovr"``: one output per
         class, that class against the rest. ``"ovo"``: one output per pair
@@ -728,18 +704,7 @@ class JokerClassifier(ClassifierMixin, _JokerBase):
         loss = self._check_params()
         if self.multi_class not in ("ovr", "ovo"):
             raise ValueError(f'multi_class must be "ovr" or "ovo", got {self.multi_class!r}')
-        if _is_tensor(X):
-            if y is None:
-                raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None.")
-            X = self._validate_X(X, reset=True)
-            y = y.detach().cpu().numpy() if _is_tensor(y) else np.asarray(y)
-            y = column_or_1d(y, warn=True)
-            if y.shape[0] != X.shape[0]:
-                raise ValueError(f"X and y have inconsistent numbers of samples: {X.shape[0]} != {y.shape[0]}")
-        else:
-            if _is_tensor(y):
-                y = y.detach().cpu().numpy()
-            X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
+        X, y = validate_Xy(self, X, y, accept_sparse=True)
         check_classification_targets(y)
         classes, y_idx = np.unique(y, return_inverse=True)
         k = len(classes)
@@ -794,9 +759,9 @@ class JokerClassifier(ClassifierMixin, _JokerBase):
             return F
         from sklearn.utils.multiclass import _ovr_decision_function
 
-        pairs = F.detach().cpu().numpy() if _is_tensor(F) else np.asarray(F)
+        pairs = F.detach().cpu().numpy() if torch.is_tensor(F) else np.asarray(F)
         votes = _ovr_decision_function(pairs > 0, pairs, len(self.classes_))
-        return torch.as_tensor(votes, dtype=F.dtype, device=F.device) if _is_tensor(F) else votes
+        return torch.as_tensor(votes, dtype=F.dtype, device=F.device) if torch.is_tensor(F) else votes
 
     def predict(self, X):
         """Predicted labels.
@@ -810,7 +775,7 @@ class JokerClassifier(ClassifierMixin, _JokerBase):
         ndarray of shape (n_samples,), values from ``classes_``.
         """
         F = self.decision_function(X)
-        F = F.cpu().numpy() if _is_tensor(F) else F
+        F = F.cpu().numpy() if torch.is_tensor(F) else F
         idx = (F > 0).astype(int) if F.ndim == 1 else F.argmax(1)
         return self.classes_[idx]
 
@@ -833,7 +798,7 @@ class JokerClassifier(ClassifierMixin, _JokerBase):
         ndarray of shape (n_samples, n_classes)
         """
         F = self.decision_function(X)
-        F = F.cpu().numpy() if _is_tensor(F) else F
+        F = F.cpu().numpy() if torch.is_tensor(F) else F
         P = 1.0 / (1.0 + np.exp(-F))
         if F.ndim == 1:
             return np.column_stack([1.0 - P, P])

@@ -15,9 +15,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .inputs import as_float64
+from .inputs import InputFrame
+from .sparse import is_sparse, matmul
 from .kernels import check_kernel
-from .sample_weight import weighted_mean
 
 __all__ = ["RandomFourierFeatures"]
 
@@ -46,7 +46,8 @@ class RandomFourierFeatures:
         Mean of the fitted inputs, subtracted in float64 before the cast to
         ``dtype`` (the kernel is shift-invariant, so psi(x - center_) is a
         feature map of the same kernel; in float32 it keeps inputs with a
-        large offset from being rounded).
+        large offset from being rounded). Sparse inputs stay uncentred and
+        the shift goes into the phases instead (:meth:`transform_tensor`).
 
     Raises
     ------
@@ -82,7 +83,8 @@ class RandomFourierFeatures:
         self
         """
         d = int(X.shape[1])
-        self.center_ = weighted_mean(as_float64(X, device=self.device), sample_weight)
+        self._frame = InputFrame.fit(X, self.dtype, self.device, sparse_mean=True, sample_weight=sample_weight)
+        self.center_ = self._frame.mean
         rng = np.random.default_rng(self.random_state)
         M = self.n_components
         Z = rng.standard_normal((M, d))
@@ -96,6 +98,10 @@ class RandomFourierFeatures:
         self.W_ = torch.as_tensor(W, dtype=self.dtype, device=self.device)
         self._WT = self.W_.T  # the transposed view, made once (a view is an operation per call otherwise)
         self.b_ = torch.as_tensor(b, dtype=self.dtype, device=self.device)
+        # phases of uncentred (sparse) rows: W (x - c) + b = W x + (b - W c), in float64
+        W64 = torch.as_tensor(W, dtype=torch.float64, device=self.device)
+        self._b_uncentred = (torch.as_tensor(b, dtype=torch.float64, device=self.device)
+                             - W64 @ self.center_).to(self.dtype)
         self.n_features_in_ = d
         return self
 
@@ -104,8 +110,9 @@ class RandomFourierFeatures:
 
         Parameters
         ----------
-        X : array-like or tensor of shape (n_samples, n_features)
-            Any layout; centred in float64, then cast to ``dtype``.
+        X : array-like, tensor or scipy.sparse matrix of shape (n_samples, n_features)
+            Any layout; centred in float64, then cast to ``dtype`` (sparse
+            inputs are not centred: :class:`joker.inputs.InputFrame`).
 
         Returns
         -------
@@ -117,13 +124,13 @@ class RandomFourierFeatures:
             X is not 2-D with ``n_features_in_`` columns.
         """
         as_numpy = not torch.is_tensor(X)
-        X64 = as_float64(X, device=self.device)
-        if X64.ndim != 2 or X64.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {tuple(X64.shape)} shape; expected (n_samples, {self.n_features_in_})")
-        out = self.transform_tensor((X64 - self.center_).to(self.dtype))
+        shape = tuple(X.shape) if hasattr(X, "shape") else np.shape(X)
+        if len(shape) != 2 or shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {shape} shape; expected (n_samples, {self.n_features_in_})")
+        out = self.transform_tensor(self._frame(X))
         return out.cpu().numpy() if as_numpy else out
 
-    def transform_tensor(self, Xc):
+    def transform_tensor(self, Xc, centred=None):
         """psi of inputs already centred (X - center_), with no checks or copies.
 
         The fast path of the solver's operators and of predict, which centre
@@ -132,11 +139,22 @@ class RandomFourierFeatures:
         Parameters
         ----------
         Xc : tensor of shape (n_samples, n_features), of ``dtype`` on ``device``
+            Dense, or sparse (:class:`joker.sparse.SparseRows` or a torch
+            CSR tensor) and then not centred (sparse rows never are,
+            :class:`joker.inputs.InputFrame`): psi = sqrt(2/M)
+            cos(X W^T + (b - W center_)), a sparse X W^T product.
+        centred : bool or None
+            Whether Xc is centred; None: dense inputs are, sparse ones are
+            not (dense rows gathered from sparse ones are not either: their
+            caller says ``centred=False``).
 
         Returns
         -------
         tensor of shape (n_samples, n_components)
         """
         WT = self.__dict__.get("_WT")
-        P = torch.addmm(self.b_, Xc, self.W_.T if WT is None else WT)
+        WT = self.W_.T if WT is None else WT
+        centred = not is_sparse(Xc) if centred is None else centred
+        P = torch.addmm(self.b_ if centred else self._b_uncentred, Xc, WT) if not is_sparse(Xc) else \
+            matmul(Xc, WT).add_(self.b_ if centred else self._b_uncentred)
         return P.cos_().mul_((2.0 / self.n_components) ** 0.5)

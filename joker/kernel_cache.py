@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from .kernels import _gaussian_cancels, kernel_block
+from .sparse import is_sparse
 
 try:  # pragma: no branch
     import numba
@@ -141,7 +142,7 @@ class KernelRowCache:
         self.clock = 0
         self.protect_from = 0  # rows last used at this clock or later are kept by add_product (begin_epoch)
         self._aug_cols = self._scratch = None  # Gaussian rows by one GEMM (_row_chunks), made on first use
-        self._one_gemm = kernel == "gaussian" and not (
+        self._one_gemm = kernel == "gaussian" and not is_sparse(X) and not (
             X.dtype != torch.float64 and _gaussian_cancels(X, X, sq, sq, self.sigma))
         self._epoch_start = 0
         self.hits = self.misses = 0
@@ -219,7 +220,9 @@ class KernelRowCache:
         clamped at 0 the same way), then one exp in place. Measured on 128
         rows of 49,990 x 22 (float64): 55 ms by :func:`kernel_block`, 9 ms so.
         Low-precision inputs whose distances kernel_block computes from
-        float64 rows (the Laplacian kernel, or cancellation) keep that route.
+        float64 rows (the Laplacian kernel, or cancellation) keep that route,
+        and so do sparse inputs (:mod:`joker.sparse`: K[:, rows] from
+        sparse-dense products, transposed).
         """
         n = self.X.shape[0]
         step = max(1, self.max_entries // max(1, n))
@@ -237,6 +240,8 @@ class KernelRowCache:
                 a = self._aug_cols[r]  # the rows' own [x / sigma, u, 1]: the last two columns swapped
                 torch.mm(torch.cat([a[:, :-2], a[:, -1:], a[:, -2:-1]], 1), self._aug_cols.T, out=out)
                 out.clamp_(max=0.0).exp_()
+            elif is_sparse(self.X):  # the sparse rows go first (sparse-dense product), then transposed
+                out = kernel_block(self.X, self.X[r], self.kernel, self.sigma, self.sq, self.sq[r]).T
             else:
                 out = kernel_block(self.X[r], self.X, self.kernel, self.sigma, self.sq[r], self.sq)
             if self.offset:

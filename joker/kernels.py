@@ -8,6 +8,11 @@ One bandwidth convention everywhere (docs/dual.md s.3)::
 Squared distances are computed as ||x||^2 + ||z||^2 - 2 x.z (one GEMM) and
 clamped at 0: in float32 the expansion cancels and can go slightly negative,
 which would give NaN under the square root of the Laplacian.
+
+The first argument (``X``, the many rows) may be sparse: a
+:class:`joker.sparse.SparseRows` or a torch sparse CSR tensor; x.z is then
+a sparse-dense product and ||x||^2 comes from the stored values
+(:mod:`joker.sparse`). ``Z`` is always dense.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import numpy as np
 import torch
 
 from .bandwidth import median_sigma  # noqa: F401  (public here since the first release)
+from .sparse import SparseRows, sq_norms
 
 __all__ = ["KERNELS", "sq_dists", "kernel_block", "kernel_matmul", "gaussian_factors", "median_sigma",
            "check_kernel"]
@@ -44,7 +50,7 @@ def sq_dists(X, Z, X_sq=None, Z_sq=None):
 
     Parameters
     ----------
-    X : tensor of shape (n, d)
+    X : tensor of shape (n, d), dense or sparse (module docstring)
     Z : tensor of shape (m, d)
     X_sq, Z_sq : tensors of shape (n,) and (m,), optional
         Precomputed squared row norms.
@@ -54,10 +60,10 @@ def sq_dists(X, Z, X_sq=None, Z_sq=None):
     tensor of shape (n, m), entries >= 0.
     """
     if X_sq is None:
-        X_sq = (X * X).sum(1)
+        X_sq = sq_norms(X)
     if Z_sq is None:
         Z_sq = (Z * Z).sum(1)
-    D = torch.addmm(X_sq[:, None] + Z_sq[None, :], X, Z.T, alpha=-2.0)
+    D = torch.addmm(X_sq[:, None] + Z_sq[None, :], X.csr() if isinstance(X, SparseRows) else X, Z.T, alpha=-2.0)
     return D.clamp_(min=0.0)
 
 
@@ -70,7 +76,7 @@ def _gaussian_cancels(X, Z, X_sq, Z_sq, sigma):
     big = 0.0
     for M, sq in ((X, X_sq), (Z, Z_sq)):
         if M.shape[0]:
-            big = max(big, float((sq if sq is not None else (M * M).sum(1)).max()))
+            big = max(big, float((sq if sq is not None else sq_norms(M)).max()))
     return torch.finfo(X.dtype).eps * big * 0.5 / (sigma * sigma) > _CANCEL_LIMIT
 
 
@@ -79,7 +85,7 @@ def kernel_block(X, Z, kernel, sigma, X_sq=None, Z_sq=None, cancels=None):
 
     Parameters
     ----------
-    X : tensor of shape (n, d)
+    X : tensor of shape (n, d), dense or sparse (module docstring)
     Z : tensor of shape (m, d)
     kernel : {"gaussian", "laplacian"}
     sigma : float
@@ -172,7 +178,7 @@ def kernel_matmul(X, Z, A, kernel, sigma, X_sq=None, Z_sq=None, max_entries=2**2
 
     Parameters
     ----------
-    X : tensor of shape (n, d)
+    X : tensor of shape (n, d), dense or sparse (module docstring)
     Z : tensor of shape (m, d)
     A : tensor of shape (m, C)
     kernel : {"gaussian", "laplacian"}
@@ -196,7 +202,7 @@ def kernel_matmul(X, Z, A, kernel, sigma, X_sq=None, Z_sq=None, max_entries=2**2
     if n == 0 or m == 0:
         return out.zero_()
     if X_sq is None:
-        X_sq = (X * X).sum(1)
+        X_sq = sq_norms(X)
     if Z_sq is None:
         Z_sq = (Z * Z).sum(1)
     step = max(1, int(max_entries) // m)

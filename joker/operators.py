@@ -20,6 +20,7 @@ import torch
 from .intraop import one_thread
 from .kernel_cache import KernelRowCache
 from .kernels import _gaussian_cancels, gaussian_factors, kernel_block, kernel_matmul
+from .sparse import is_sparse, sq_norms
 
 __all__ = ["ExactKernelOperator", "RFFOperator"]
 
@@ -59,8 +60,10 @@ class ExactKernelOperator:
 
     Parameters
     ----------
-    X : tensor of shape (n, d)
-        Training inputs (centring them first helps float32 distances).
+    X : tensor of shape (n, d) or joker.sparse.SparseRows
+        Training inputs (centring them first helps float32 distances);
+        sparse rows give kernel rows by sparse-dense products, and the
+        blocks' rows are gathered dense (|B| x d).
     kernel : {"gaussian", "laplacian"}
     sigma : float
     n_outputs : int
@@ -91,7 +94,7 @@ class ExactKernelOperator:
         self.offset = float(offset)
         self.kernel = kernel
         self.sigma = float(sigma)
-        self.sq = (X * X).sum(1)
+        self.sq = sq_norms(X)
         self.max_entries = int(max_entries)
         # row factors of the factored Gaussian products (None: not safe or not Gaussian)
         self.fac = gaussian_factors(self.sq, self.sigma) if kernel == "gaussian" else None
@@ -208,7 +211,8 @@ class RFFOperator:
 
     Parameters
     ----------
-    X : tensor of shape (n, d)
+    X : tensor of shape (n, d) or joker.sparse.SparseRows
+        Centred inputs (sparse: psi from sparse X W^T products).
     fmap : joker.features.RandomFourierFeatures (fitted)
     n_outputs : int
     chunk : int
@@ -225,13 +229,14 @@ class RFFOperator:
         self.X = X
         self.fmap = fmap
         self.chunk = int(chunk)
+        self.centred = not is_sparse(X)  # sparse rows (and dense rows gathered from them) are not centred
         self.intercept_scaling = intercept_scaling
         M = fmap.n_components + (intercept_scaling is not None)
         self.theta = torch.zeros((M, n_outputs), dtype=X.dtype, device=X.device)
 
     def features(self, Xc):
         """psi(Xc) of centred inputs, with the constant intercept feature when there is one."""
-        Psi = self.fmap.transform_tensor(Xc)
+        Psi = self.fmap.transform_tensor(Xc, centred=self.centred)
         if self.intercept_scaling is None:
             return Psi
         const = torch.full((Psi.shape[0], 1), float(self.intercept_scaling), dtype=Psi.dtype, device=Psi.device)

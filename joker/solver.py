@@ -52,6 +52,7 @@ from .block_model import broadcast_like as _bc
 from .block_model import orthant_pieces as _orthants
 from .certificates import certify, gradient_residuals
 from .direct_step import DirectStep, direct_applies
+from .inputs import as_float64
 from .intraop import one_thread, serial_below
 from .trust_region import box_tr_cg
 from .weighted_loss import weighted
@@ -418,11 +419,11 @@ def _residual(a, g, lo, hi):
 
 def _warm_start(alpha0, Y, lo, hi):
     """A given starting point, checked and projected onto the (inner) box of the dual."""
-    a = torch.as_tensor(alpha0, dtype=Y.dtype, device=Y.device)
-    a = a.reshape(-1, 1) if a.dim() == 1 else a
+    a0 = as_float64(alpha0, device=Y.device).to(Y.dtype)  # any layout or byte order
+    a = a0.reshape(-1, 1) if a0.dim() == 1 else a0
     if a.shape != Y.shape:
         raise ValueError(f"alpha0 must have shape {tuple(Y.shape)} (or ({Y.shape[0]},) for one output), "
-                         f"got {tuple(torch.as_tensor(alpha0).shape)}")
+                         f"got {tuple(a0.shape)}")
     if not bool(torch.isfinite(a).all()):
         raise ValueError("alpha0 must be finite")
     return torch.minimum(torch.maximum(a, lo), hi).clone()

@@ -5,7 +5,12 @@ without ``fit_intercept``) over a rank-k feature map psi (random Fourier
 features as ``joker-inexact``, or Nystroem), through the SVM dual solved by
 :func:`joker.ipm.solver.lowrank_svm_ipm` (Gu, Song and Zhang, arXiv
 2307.07735; Fine and Scheinberg, JMLR 2001; Ferris and Munson, SIAM J.
-Optim. 2003; Mehrotra, SIAM J. Optim. 1992). C = 1 / lam.
+Optim. 2003; Mehrotra, SIAM J. Optim. 1992). C = 1 / lam (the hinge
+loss carries no factor 1/2: LIBSVM's and LIBLINEAR's L1-SVC at C).
+
+Input intake (validation, byte order, tensors) is the Joker estimators'
+(:mod:`joker.inputs`); the factor maps centre the inputs in float64 before
+any cast (:class:`joker.inputs.InputFrame`).
 """
 
 from __future__ import annotations
@@ -16,20 +21,54 @@ import warnings
 
 import numpy as np
 import torch
-from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
 
+from ..bandwidth import resolve_sigma
+from ..binary import BinaryClassifierMixin
 from ..devices import check_device
 from ..estimators import ConvergenceWarning
-from ..inputs import as_float64
-from ..kernels import KERNELS, median_sigma
+from ..inputs import as_float64, binary_labels, check_dtype, validate_X, validate_Xy
+from ..kernels import KERNELS
 from .factors import FACTORS, make_factor
 from .solver import lowrank_svm_ipm
 
-__all__ = ["LowRankIPMClassifier"]
+__all__ = ["LowRankIPMClassifier", "auto_tol", "AUTO_TOL_FLOOR", "AUTO_TOL_C0"]
 
-_DTYPES = {"float64": torch.float64, "float32": torch.float32}
+AUTO_TOL_FLOOR = 1e-8
+"""Smallest ``tol="auto"`` of :class:`LowRankIPMClassifier` (:func:`auto_tol`)."""
+
+
+AUTO_TOL_C0 = 64.0
+"""C below which ``tol="auto"`` no longer shrinks (:func:`auto_tol`)."""
+
+
+def auto_tol(dtype, C):
+    """``tol="auto"`` of :class:`LowRankIPMClassifier`: max(1e-8, 16 eps max(64, C)), at most 1e-2.
+
+    The IPM's end game stalls at a rounding floor, of the relative dual
+    residual first, that grows with the box bound C = 1 / lam. Measured in
+    float32 (3,000 rows of a9a, ijcnn1 and two moons, rank 200, RFF and
+    Nystroem; the returned iterate, worst case of gap and residuals):
+    1.8e-5 at C = 1, 7e-5 at C = 100, 6.6e-4 at C = 1,000, where the Newton
+    systems' diagonal z/a + w/s spans more than float32 resolves. 16 eps
+    max(64, C) (eps = 1.19e-7 in float32: 1.2e-4 up to C = 64, 1.9e-4 at
+    C = 100, 1.9e-3 at C = 1,000) stays 3 to 6 times above those floors; in
+    float64 (eps = 2.2e-16) it exceeds 1e-8 only beyond C = 2.8e6, so
+    float64 keeps 1e-8.
+
+    Parameters
+    ----------
+    dtype : {"float64", "float32"}
+    C : float
+        1 / lam.
+
+    Returns
+    -------
+    float
+    """
+    eps = float(torch.finfo(check_dtype(dtype)).eps)
+    return min(1e-2, max(AUTO_TOL_FLOOR, 16.0 * eps * max(AUTO_TOL_C0, float(C))))
 
 
 def _positive(name, value, integral=False):
@@ -40,7 +79,7 @@ def _positive(name, value, integral=False):
         raise ValueError(f"{name} must be > 0, got {value!r}")
 
 
-class LowRankIPMClassifier(ClassifierMixin, BaseEstimator):
+class LowRankIPMClassifier(BinaryClassifierMixin, BaseEstimator):
     """Binary L1-SVC on a rank-k kernel factor, solved to a certified gap by an IPM.
 
     Parameters
@@ -57,8 +96,14 @@ class LowRankIPMClassifier(ClassifierMixin, BaseEstimator):
         random_state=...)`` for the same ``random_state``) or Nystroem landmarks.
     fit_intercept : bool, default True
         Fit the bias b (the dual equality y^T a = 0).
-    tol : float, default 1e-8
-        Target relative duality gap and relative KKT residuals.
+    tol : float or "auto", default "auto"
+        Target relative duality gap and relative KKT residuals. "auto":
+        max(1e-8, 16 eps max(64, C)) (:func:`auto_tol`): 1e-8 in float64 up
+        to C = 2.8e6; in float32 1.2e-4 up to C = 64 and 1.9e-3 at C = 1,000,
+        what float32 arithmetic reaches (at 1e-8 every float32 fit stalls at
+        its rounding floor, a gap near 1.5e-7 and a dual residual near 1e-5
+        at C = 1, and reports ``converged_=False``). The value used is
+        ``tol_``.
     max_iter : int, default 200
     max_time : float or None
         Seconds.
@@ -80,6 +125,8 @@ class LowRankIPMClassifier(ClassifierMixin, BaseEstimator):
     intercept_ : float
     feature_map_ : RandomFourierFeatures or NystroemFactor
     sigma_ : float
+    tol_ : float
+        The tolerance used (``tol`` resolved).
     primal_, dual_, dual_gap_ : float
         lam-scaled primal, dual, (primal - dual) / max(1, |primal|), recomputed
         from the returned solution (:func:`joker.ipm.solver.svm_certificate`).
@@ -95,14 +142,15 @@ class LowRankIPMClassifier(ClassifierMixin, BaseEstimator):
     Raises
     ------
     ValueError
-        One class or more than two, lam <= 0, n_components > n_samples, NaN or
-        infinite input, bad kernel, factor, dtype or device.
+        One class or more than two (the classifier is binary; its scikit-learn
+        tags say so), lam <= 0, n_components > n_samples, NaN or infinite
+        input, bad kernel, factor, dtype or device.
     TypeError
         Non-numeric parameters.
     """
 
     def __init__(self, lam=1.0, kernel="gaussian", sigma="median", n_components=256, factor="rff",
-                 fit_intercept=True, tol=1e-8, max_iter=200, max_time=None, device="cpu", dtype="float64",
+                 fit_intercept=True, tol="auto", max_iter=200, max_time=None, device="cpu", dtype="float64",
                  random_state=None, verbose=0):
         self.lam = lam
         self.kernel = kernel
@@ -122,7 +170,8 @@ class LowRankIPMClassifier(ClassifierMixin, BaseEstimator):
         _positive("lam", self.lam)
         _positive("n_components", self.n_components, integral=True)
         _positive("max_iter", self.max_iter, integral=True)
-        _positive("tol", self.tol)
+        if not (isinstance(self.tol, str) and self.tol == "auto"):
+            _positive("tol", self.tol)
         if self.max_time is not None:
             _positive("max_time", self.max_time)
         if self.n_components > n:
@@ -135,13 +184,8 @@ class LowRankIPMClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"sigma must be a number > 0 or 'median', got {self.sigma!r}")
         if self.factor not in FACTORS:
             raise ValueError(f"factor={self.factor!r}; expected one of {list(FACTORS)}")
-        if self.dtype not in _DTYPES:
-            raise ValueError(f"dtype={self.dtype!r}; expected one of {list(_DTYPES)}")
+        check_dtype(self.dtype)
         check_device(self.device)
-
-    def _tensor(self, A):
-        """Any array or tensor (read-only, strided) as a ``dtype`` tensor on ``device``, via float64."""
-        return as_float64(A, device=self.device).to(_DTYPES[self.dtype])
 
     def fit(self, X, y):
         """Fit the classifier.
@@ -157,25 +201,24 @@ class LowRankIPMClassifier(ClassifierMixin, BaseEstimator):
         self
         """
         t0 = time.perf_counter()
-        if torch.is_tensor(X):
-            X = X.detach().cpu().numpy()
-        if torch.is_tensor(y):
-            y = y.detach().cpu().numpy()
-        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
-        check_classification_targets(y)
-        self.classes_, y_idx = np.unique(y, return_inverse=True)
-        if len(self.classes_) != 2:
-            raise ValueError(f"LowRankIPMClassifier needs exactly 2 classes in y, got {len(self.classes_)}: "
-                             f"{self.classes_[:5].tolist()}")
+        for attr in ("coef_", "classes_"):  # a fit that fails leaves the estimator unfitted
+            self.__dict__.pop(attr, None)
+        X, y = validate_Xy(self, X, y)
+        classes, labels = binary_labels(self, y)
         self._check_params(X.shape[0])
-        Xt = self._tensor(X)
-        yt = self._tensor(np.where(y_idx == 1, 1.0, -1.0))
-        self.sigma_ = median_sigma(Xt, n=5000, seed=0) if self.sigma == "median" else float(self.sigma)
+        dtype = check_dtype(self.dtype)
+        yt = as_float64(labels, device=self.device).to(dtype)
+        self.tol_ = auto_tol(self.dtype, 1.0 / float(self.lam)) if isinstance(self.tol, str) else float(self.tol)
+        self.sigma_ = resolve_sigma(self.sigma, X)
+        # the factor maps centre X in float64 (and Nystroem scales it by sigma) before the cast
+        X64 = as_float64(X, device=self.device)
         self.feature_map_ = make_factor(self.factor, self.n_components, self.kernel, self.sigma_,
-                                        self.random_state, Xt.dtype, Xt.device).fit(Xt)
-        U = self.feature_map_.transform(Xt)
-        res = lowrank_svm_ipm(U, yt, float(self.lam), bias=bool(self.fit_intercept), tol=float(self.tol),
+                                        self.random_state, dtype, self.device).fit(X64)
+        U = self.feature_map_.transform(X64)
+        del X64
+        res = lowrank_svm_ipm(U, yt, float(self.lam), bias=bool(self.fit_intercept), tol=self.tol_,
                               max_iter=int(self.max_iter), max_time=self.max_time, verbose=self.verbose)
+        self.classes_ = classes
         self._coef = U.T @ (res.a * yt)
         self.coef_ = self._coef.cpu().numpy()
         self.alpha_ = res.a.cpu().numpy()
@@ -190,7 +233,7 @@ class LowRankIPMClassifier(ClassifierMixin, BaseEstimator):
         if not self.converged_:
             warnings.warn(f"LowRankIPMClassifier stopped after {self.n_iter_} iterations at a relative gap "
                           f"{self.dual_gap_:.3e} (residuals {self.residual_dual_:.2e}, "
-                          f"{self.residual_primal_:.2e}); tol={self.tol}", ConvergenceWarning, stacklevel=2)
+                          f"{self.residual_primal_:.2e}); tol={self.tol_}", ConvergenceWarning, stacklevel=2)
         return self
 
     def decision_function(self, X):
@@ -205,24 +248,8 @@ class LowRankIPMClassifier(ClassifierMixin, BaseEstimator):
         ndarray of shape (n_samples,)
         """
         check_is_fitted(self, "coef_")
-        if torch.is_tensor(X):
-            X = X.detach().cpu().numpy()
-        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
-        Xt = self._tensor(X)
-        out = torch.empty(Xt.shape[0], dtype=Xt.dtype, device=Xt.device)
-        for i in range(0, Xt.shape[0], 4096):
-            out[i:i + 4096] = self.feature_map_.transform(Xt[i:i + 4096]) @ self._coef
+        X = validate_X(self, X, reset=False)
+        out = torch.empty(X.shape[0], dtype=self._coef.dtype, device=self._coef.device)
+        for i in range(0, X.shape[0], 4096):
+            out[i:i + 4096] = self.feature_map_.transform(as_float64(X[i:i + 4096], device=self.device)) @ self._coef
         return (out + self.intercept_).cpu().numpy()
-
-    def predict(self, X):
-        """Predicted labels (values of ``classes_``).
-
-        Parameters
-        ----------
-        X : array-like or tensor of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-        """
-        return self.classes_[(self.decision_function(X) > 0).astype(int)]

@@ -7,7 +7,10 @@
 - Nystroem (Williams and Seeger, NIPS 2001): k landmarks drawn without
   replacement, U = K(X, Z) Q diag(w)^-1/2 with K(Z, Z) = Q diag(w) Q^T;
   eigenvalues below ``eps * max(w)`` are dropped (the factor then has fewer
-  than k columns).
+  than k columns). Inputs are framed as the exact Joker kernel frames them
+  (:class:`joker.inputs.InputFrame`: centred in float64, divided by a power
+  of two near sigma, then cast), so a large offset or a tiny or huge scale
+  of X does not reach the float32 kernel arithmetic.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import torch
 from sklearn.utils import check_random_state
 
 from ..features import RandomFourierFeatures
+from ..inputs import InputFrame, bandwidth_scale
 from ..kernels import check_kernel, kernel_block
 
 __all__ = ["FACTORS", "joker_feature_seed", "NystroemFactor", "make_factor"]
@@ -58,6 +62,9 @@ class NystroemFactor:
     Attributes
     ----------
     landmarks_ : tensor of shape (n_components, n_features)
+        The landmark rows in the frame's units ((x - mean) / scale).
+    frame_ : joker.inputs.InputFrame
+        Centring and scale of the inputs (the training mean, a power of two near sigma).
     projection_ : tensor of shape (n_components, rank)
         Q diag(w)^-1/2 of the kept eigenpairs.
 
@@ -84,7 +91,7 @@ class NystroemFactor:
 
         Parameters
         ----------
-        X : tensor of shape (n_samples, n_features)
+        X : array-like or tensor of shape (n_samples, n_features)
 
         Returns
         -------
@@ -94,8 +101,10 @@ class NystroemFactor:
         if self.n_components > n:
             raise ValueError(f"n_components={self.n_components} landmarks > n_samples={n}")
         idx = np.sort(np.random.default_rng(self.random_state).choice(n, self.n_components, replace=False))
-        Z = torch.as_tensor(X, dtype=self.dtype, device=self.device)[torch.as_tensor(idx, device=self.device)]
-        K = kernel_block(Z, Z, self.kernel, self.sigma).to(torch.float64)
+        self.frame_ = InputFrame.fit(X, self.dtype, self.device, scale=bandwidth_scale(self.sigma))
+        self._sigma = self.sigma / self.frame_.scale
+        Z = self.frame_(X[idx] if not torch.is_tensor(X) else X[torch.as_tensor(idx, device=X.device)])
+        K = kernel_block(Z, Z, self.kernel, self._sigma).to(torch.float64)
         w, Q = torch.linalg.eigh(0.5 * (K + K.T))
         keep = w > w.max() * (Z.shape[0] * torch.finfo(torch.float64).eps)
         self.landmarks_ = Z
@@ -108,14 +117,13 @@ class NystroemFactor:
 
         Parameters
         ----------
-        X : tensor of shape (n_samples, n_features)
+        X : array-like or tensor of shape (n_samples, n_features)
 
         Returns
         -------
         tensor of shape (n_samples, rank)
         """
-        Xt = torch.as_tensor(X, dtype=self.dtype, device=self.device)
-        return kernel_block(Xt, self.landmarks_, self.kernel, self.sigma) @ self.projection_
+        return kernel_block(self.frame_(X), self.landmarks_, self.kernel, self._sigma) @ self.projection_
 
 
 def make_factor(factor, n_components, kernel, sigma, random_state, dtype, device):

@@ -31,12 +31,13 @@ import warnings
 
 import numpy as np
 import torch
-from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
 
-from ..bandwidth import median_sigma
+from ..bandwidth import resolve_sigma
+from ..binary import BinaryClassifierMixin
 from ..estimators import ConvergenceWarning, JokerClassifier
+from ..inputs import InputFrame, bandwidth_scale, binary_labels, validate_Xy
 from ..solver import DEFAULTS
 from .parallel import dask_client, map_level
 from .partition import greedy_landmarks, nearest_landmark, stratified_split
@@ -78,7 +79,7 @@ def solve_partition(X, y, alpha0, params, threads):
             "epochs": int(m.n_epochs_), "seconds": float(m.fit_time_), "converged": bool(m.converged_)}
 
 
-class SODMClassifier(ClassifierMixin, BaseEstimator):
+class SODMClassifier(BinaryClassifierMixin, BaseEstimator):
     """Scalable ODM (SODM, IJCAI 2023, arXiv:2305.04837) with Joker solving every partition; binary only.
 
     Parameters
@@ -202,7 +203,9 @@ class SODMClassifier(ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like or tensor of shape (n_samples, n_features)
+            A tensor is brought to the CPU (the partitions are solved in
+            worker processes).
         y : array-like of shape (n_samples,)
             Two classes, any values.
 
@@ -211,27 +214,29 @@ class SODMClassifier(ClassifierMixin, BaseEstimator):
         self
         """
         t0 = time.perf_counter()
+        for attr in ("model_", "classes_"):  # a fit that fails leaves the estimator unfitted
+            self.__dict__.pop(attr, None)
         self._check_params()
-        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
-        check_classification_targets(y)
-        self.classes_, y_idx = np.unique(y, return_inverse=True)
-        if len(self.classes_) != 2:
-            raise ValueError(f"SODMClassifier is binary (ODM), got {len(self.classes_)} classes")
-        Y = np.where(y_idx == 1, 1.0, -1.0)
+        X, y = validate_Xy(self, X, y)
+        X = X.detach().cpu().numpy() if torch.is_tensor(X) else X
+        self.classes_, Y = binary_labels(self, y)
         n, L = X.shape[0], int(self.levels)
-        smallest = int(np.bincount(y_idx).min())
+        smallest = int(min((Y > 0).sum(), (Y < 0).sum()))
         if smallest < 2 ** L:
             raise ValueError(f"levels={L} makes {2 ** L} partitions but a class has only {smallest} points; "
                              f"use levels <= {int(np.log2(smallest))}")
-        Xt = torch.as_tensor(X, dtype=torch.float64)
-        self.sigma_ = median_sigma(Xt, n=5000, seed=0) if self.sigma == "median" else float(self.sigma)
+        self.sigma_ = resolve_sigma(self.sigma, X)
         if L == 0:
             self.landmarks_ = np.empty(0, dtype=np.int64)
             self.partition_ = np.zeros(n, dtype=np.int64)
         else:
-            self.landmarks_ = greedy_landmarks(Xt, int(self.n_landmarks), self.kernel, self.sigma_,
+            # the inputs framed as the Joker estimators frame them (centred in float64, scaled near sigma)
+            frame, Xt = InputFrame.fit_transform(X, torch.float64, "cpu", scale=bandwidth_scale(self.sigma_))
+            sigma = self.sigma_ / frame.scale
+            self.landmarks_ = greedy_landmarks(Xt, int(self.n_landmarks), self.kernel, sigma,
                                                seed=int(self.random_state))
-            strata = nearest_landmark(Xt, Xt[self.landmarks_], self.kernel, self.sigma_)
+            strata = nearest_landmark(Xt, Xt[self.landmarks_], self.kernel, sigma)
+            del Xt
             self.partition_ = stratified_split(strata, Y, 2 ** L, seed=int(self.random_state))
         self.history_ = []
         beta = None  # lam_p * alpha of every point (level-invariant scale), after the last level
@@ -281,10 +286,20 @@ class SODMClassifier(ClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ predict
     def decision_function(self, X):
-        """Decision values of the final model, shape (n_samples,); > 0 means ``classes_[1]``."""
+        """Decision values of the final model (> 0 means ``classes_[1]``).
+
+        Parameters
+        ----------
+        X : array-like or tensor of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            Before ``fit``.
+        """
         check_is_fitted(self, "model_")
         return self.model_.decision_function(X)
-
-    def predict(self, X):
-        """Predicted labels (values of ``classes_``), shape (n_samples,)."""
-        return self.classes_[(self.decision_function(X) > 0).astype(int)]

@@ -177,12 +177,15 @@ def test_bad_values_of_the_new_options_are_refused():
         SolverOptions(tol=1.0)
 
 
-def test_huge_inputs_get_a_clear_error_on_the_exact_path():
+def test_huge_inputs_fit_on_the_exact_path_and_a_tiny_sigma_gets_a_clear_error():
     X = np.random.default_rng(0).standard_normal((50, 3))
+    ref = JokerRegressor(sigma="median").fit(X, X[:, 0])
+    for scale in (1e20, 1e200):  # framed by a power of two near sigma: fits as X itself would
+        m = JokerRegressor(sigma="median").fit(X * scale, X[:, 0])
+        assert m.sigma_ == pytest.approx(scale * ref.sigma_, rel=1e-12)
+        np.testing.assert_allclose(m.predict(X * scale), ref.predict(X), rtol=1e-6, atol=1e-6)
     with pytest.raises(ValueError, match="too large for torch.float64 kernel arithmetic"):
-        JokerRegressor(sigma="median").fit(X * 1e200, X[:, 0])
-    m = JokerRegressor(sigma="median").fit(X * 1e20, X[:, 0])  # far from the limit: fits as X itself would
-    assert m.sigma_ == pytest.approx(1e20 * JokerRegressor(sigma="median").fit(X, X[:, 0]).sigma_, rel=1e-12)
+        JokerRegressor(sigma=1.0).fit(X * 1e200, X[:, 0])
 
 
 def _split_qp_reference(K, c, pieces, lo, hi):

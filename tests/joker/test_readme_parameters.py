@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from joker import JokerClassifier, JokerRegressor
+from joker.estimators import _JokerBase
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -34,3 +35,12 @@ def test_fit_intercept_says_what_and_default():
     section = " ".join(_estimator_section().split())
     assert "`fit_intercept` (default False" in section
     assert "constant s^2 added to the kernel" in section and "docs/dual.md s.5" in section
+
+
+def test_c_of_the_squared_hinge_is_one_over_two_lam():
+    # the numbers behind it: test_solver_rff_linear (LinearSVC(loss="squared_hinge", C=1/(2 lam)) = Joker's theta)
+    section = " ".join(_estimator_section().split())
+    assert "`squared_hinge` at C = 1/(2 lam)" in section and "SVC at C = 1/lam" in section
+    assert "(C = 1/lam);" not in section  # the old sentence that said C = 1/lam for every loss
+    for doc in (JokerClassifier.__doc__, _JokerBase.__doc__):
+        assert "C = 1 / (2 lam)" in " ".join(doc.split())
