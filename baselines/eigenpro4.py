@@ -21,8 +21,10 @@ Kernel: ``eigenpro.kernels.gaussian(x, z, bandwidth)`` computes
 bandwidth^2)``), the benchmark's convention, so ``bandwidth = sigma`` with
 no conversion. (Its examples use ``eigenpro.kernels.laplacian``,
 ``exp(-||x - z|| / bandwidth)``, with bandwidth 20; not used here.)
-Predictions are the fitted model's own ``forward`` (centres, plus the
-Nystroem and temporary parts, which are zero after the last projection).
+Predictions are the fitted model's own ``forward``: the centres' part,
+plus the temporary centres and the data Nystroem rows' weights (zero after
+the last projection when the centres are a subset of the data; with ``P =
+n`` the Nystroem part stays).
 
 Choices made for the library (``describe()["conversions"]``):
 
