@@ -232,12 +232,17 @@ def register_configs() -> None:
 
     Stores ``bench_schema`` (the root, :class:`BenchConfig`); the group
     files merge into its typed ``dataset``, ``method`` and ``budget`` nodes.
+    Registers the resolvers ``jb_groups`` (``--help``) and ``jb_unique``
+    (the unique part of the default output folders, :mod:`joker.bench.sweep_folder`).
     """
     from hydra.core.config_store import ConfigStore
     from omegaconf import OmegaConf
 
+    from .sweep_folder import register_resolver
+
     ConfigStore.instance().store(name="bench_schema", node=BenchConfig)
     OmegaConf.register_new_resolver("jb_groups", _group_listing, replace=True)
+    register_resolver()
 
 
 def _group_listing() -> str:

@@ -5,7 +5,8 @@
 - a single trial that fails exits 1;
 - a budget too small says the budget, its size, what the process held and
   what remained;
-- Ctrl-C ends a sweep with its parent run KILLED and the finished trials kept.
+- Ctrl-C, SIGTERM and SIGHUP end a sweep with its parent run KILLED and the
+  finished trials kept (exit status 128 + signal).
 """
 
 import signal
@@ -86,7 +87,12 @@ def _wait_for(path, seconds, proc):
     return False
 
 
-def test_ctrl_c_marks_the_parent_killed_and_keeps_finished_trials(tmp_path):
+@pytest.mark.parametrize("signum, status, how", [
+    (signal.SIGINT, 130, ""),
+    (signal.SIGTERM, 143, " by SIGTERM"),  # kill, timeout, a CI cancel, SLURM (issue 26)
+    (signal.SIGHUP, 129, " by SIGHUP"),  # the terminal closed
+])
+def test_ctrl_c_marks_the_parent_killed_and_keeps_finished_trials(tmp_path, signum, status, how):
     conftest = root_conftest()
     sweep_dir = tmp_path / "multirun"
     cmd = conftest.bench_command(["--config-name", "failures", "method=_test_ok,_test_sleep",
@@ -97,13 +103,15 @@ def test_ctrl_c_marks_the_parent_killed_and_keeps_finished_trials(tmp_path):
         # the first trial is recorded, the second (sleeping 120 s) has started
         assert _wait_for(sweep_dir / ".joker_bench" / "done" / "0.json", 240, proc), proc.stdout.read()
         assert _wait_for(sweep_dir / "1" / "trial" / "progress.json", 120, proc), proc.stdout.read()
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signum)
         out, _ = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 130, out[-3000:]
-    assert "interrupted: 1 finished trial(s) kept" in out
+    assert proc.returncode == status, out[-3000:]
+    (line,) = [ln for ln in out.splitlines() if ln.startswith("interrupted")]
+    assert line.startswith(f"interrupted{how}: 1 finished trial(s) kept; parent run ")
+    assert line.endswith(" marked KILLED")
     uri = f"sqlite:///{tmp_path.resolve()}/mlflow.db"
     (parent,) = parent_runs(uri, "test_failures")
     assert parent.info.status == "KILLED"
