@@ -112,6 +112,16 @@ def config_error(exc: Exception) -> int:
     return 2
 
 
+def _open_store(config: DictConfig) -> Any:
+    """Create or open the sweep's MLflow store and experiment (:meth:`joker.bench.tracking.Store.open`); exit 2 if it cannot be."""
+    from .tracking import Store, resolve_uri
+
+    try:
+        return Store.open(resolve_uri(config.mlflow.tracking_uri), config.mlflow.experiment or config.sweep)
+    except ConfigError as exc:
+        raise SystemExit(config_error(exc)) from None
+
+
 def _claim(folder: Path, what: str) -> None:
     """Hold the output folder for this process (:func:`joker.bench.sweep_folder.claim`); exit 2 if taken."""
     try:
@@ -124,9 +134,10 @@ class BenchCallback(Callback):
     """Checks the config; creates the MLflow store, experiment and parent run; prints the closing table."""
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
-        """Check the config before Hydra creates the run folder; take the folder (:func:`claim`)."""
+        """Check the config and open the store before Hydra creates the run folder; take the folder (:func:`claim`)."""
         export_conf_env()
         check_config(config)
+        _open_store(config)  # an unreachable store stops here, before any folder
         _claim(Path(config.hydra.run.dir), "run")
         install_signals()
 
@@ -135,20 +146,15 @@ class BenchCallback(Callback):
         export_conf_env()
         redact_logs()
         check_config(config)
+        store = _open_store(config)  # before the folder and the (maybe long) prefetch
+        uri, experiment = store.uri, config.mlflow.experiment or config.sweep
         _claim(Path(config.hydra.sweep.dir), "sweep")
         install_signals()  # SIGTERM / SIGHUP: as Ctrl-C (parent run KILLED, exit 128 + signal)
         from .prefetch import prefetch, sweep_datasets
         from .sweep_state import remember_sweep, write_sweep_state
         from .provenance import git_info
-        from .tracking import Store, resolve_uri
 
         sweep_dir = Path(config.hydra.sweep.dir)
-        uri = resolve_uri(config.mlflow.tracking_uri)
-        experiment = config.mlflow.experiment or config.sweep
-        try:
-            store = Store.open(uri, experiment)  # before the (maybe long) prefetch: a bad store stops at once
-        except ConfigError as exc:
-            raise SystemExit(config_error(exc)) from None
         for name, outcome in prefetch(sweep_datasets(config)).items():
             if outcome != "ok":
                 print(f"note: the cache of {name} could not be built before the sweep ({outcome}); "

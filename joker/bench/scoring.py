@@ -12,6 +12,13 @@ from __future__ import annotations
 
 import numpy as np
 
+#: The test metrics a trial of each task reports (the values ``dataset.primary_metric`` may take).
+TASK_METRICS = {
+    "regression": ("test_rmse", "test_mse", "test_rel_error"),
+    "binary": ("test_accuracy", "test_f1", "test_auc"),
+    "multiclass": ("test_accuracy", "test_f1", "test_auc"),
+}
+
 
 def regression_metrics(y_true: np.ndarray, y_pred: np.ndarray) -> dict[str, float]:
     """Return test_rmse, test_mse, test_rel_error.

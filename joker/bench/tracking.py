@@ -163,8 +163,8 @@ class Store:
         check_tracking_uri(uri)
         with store_lock(uri):  # SQLite: one process at a time creates the tables (migrations)
             check_not_half_migrated(uri)
-            client = MlflowClient(tracking_uri=uri)
             try:
+                client = MlflowClient(tracking_uri=uri)
                 retry(lambda: client.search_experiments(max_results=1), "open store", transient=is_locked)
             except Exception as exc:
                 raise open_error(uri, exc) from None

@@ -39,6 +39,43 @@ def test_bad_numbers_are_one_line_config_errors_and_leave_no_folder(run_bench, t
     assert not (tmp_path / "mlflow.db").exists()  # nothing ran, nothing was recorded
 
 
+DATASET_KEYS = "lam, loader, methods, n_test, n_train, name, primary_metric, sigma, sizes, subset, task"
+
+
+@pytest.mark.parametrize("override, message", [
+    # what Hydra's own error suggests after dataset.lamm=1 (issue 26)
+    ("+dataset.lamm=1", f"unknown key dataset.lamm; did you mean dataset.lam? (the keys of dataset: {DATASET_KEYS})"),
+    ("dataset.primary_metric=test_acc",
+     "dataset.primary_metric='test_acc' is not a metric of a binary task; one of test_accuracy, test_f1, test_auc"),
+    ("dataset.primary_metric=test_rmse",
+     "dataset.primary_metric='test_rmse' is not a metric of a binary task; one of test_accuracy, test_f1, test_auc"),
+    ("mlflow.tracking_uri=sqlite:////proc/x/m.db",
+     "mlflow.tracking_uri=sqlite:////proc/x/m.db: cannot create the folder /proc/x (No such file or directory)"),
+    ("mlflow.tracking_uri=file:///proc/x/mlruns",
+     "mlflow.tracking_uri=file:///proc/x/mlruns: cannot create the folder /proc/x/mlruns (No such file or directory)"),
+])
+def test_unknown_keys_metrics_and_stores_are_one_line_config_errors(run_bench, tmp_path, override, message):
+    base = ["dataset=_test_tiny", "budget=_test_400m", "method=_test_ok", "sweep=single"]
+    proc = run_bench(base + [override], tmp_path, test_conf=True, timeout=300)
+    assert proc.returncode == 2, proc.stdout[-3000:]
+    assert proc.stdout.strip().splitlines() == [f"config error: {message}"]
+    assert not (tmp_path / "multirun").exists()  # nothing ran
+
+
+def test_an_unreachable_store_is_one_config_error_line(monkeypatch):
+    import mlflow.store.db.utils as db_utils
+
+    from joker.bench.spec import ConfigError
+    from joker.bench.tracking import Store
+
+    monkeypatch.setattr(db_utils, "MAX_RETRY_COUNT", 1)  # MLflow's own ~100 s of reconnection attempts
+    with pytest.raises(ConfigError) as err:
+        Store.open("postgresql+psycopg2://u:secret@127.0.0.1:1/mlflow", "x")
+    assert str(err.value) == (
+        "cannot open the MLflow store postgresql+psycopg2://u:***@127.0.0.1:1/mlflow: OperationalError: "
+        '(psycopg2.OperationalError) connection to server at "127.0.0.1", port 1 failed: Connection refused')
+
+
 def test_bad_number_in_a_multirun_stops_before_the_sweep_folder(run_bench, tmp_path):
     proc = run_bench(["-m", "method=_test_ok,_test_raise", "dataset=_test_tiny", "budget=_test_400m",
                       "timeout_s=-5"], tmp_path, test_conf=True)
