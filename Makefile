@@ -113,8 +113,11 @@ reproduce-table4: $(STAMP)
 report: $(STAMP)
 	$(PY) -m reports $(REPORT_ARGS)
 
+# The runs-table link of each experiment first: MLflow 3 opens an experiment on
+# its GenAI overview page, not on its runs.
 ui: $(STAMP)
 	@mkdir -p $(RESULTS)/mlartifacts
+	-@$(PY) -m joker.bench.ui_links --uri sqlite:///$(RESULTS)/mlflow.db --port $(UI_PORT)
 	$(PY) -m mlflow ui --host 127.0.0.1 --port $(UI_PORT) \
 	  --backend-store-uri sqlite:///$(RESULTS)/mlflow.db \
 	  --default-artifact-root $(RESULTS)/mlartifacts

@@ -112,6 +112,23 @@ def config_error(exc: Exception) -> int:
     return 2
 
 
+def browse_hint(uri: str, experiment_id: str) -> str:
+    """How to see a sweep's runs table: the UI to start (none for a server) and the page to open.
+
+    The default store is ``make ui``'s; another SQLite file needs ``mlflow ui
+    --backend-store-uri``; a server serves its own UI.
+    """
+    from .paths import results_dir
+    from .ui_links import runs_url
+
+    url = runs_url(uri, experiment_id)
+    if uri.startswith(("http://", "https://")):
+        return url
+    make_ui = uri == "sqlite:///" + str(results_dir() / "mlflow.db")  # the store `make ui` serves
+    start = "make ui" if make_ui else f"mlflow ui --backend-store-uri {redact_uri(uri)}"
+    return f"{start}, then {url}"
+
+
 def _open_store(config: DictConfig) -> Any:
     """Create or open the sweep's MLflow store and experiment (:meth:`joker.bench.tracking.Store.open`); exit 2 if it cannot be."""
     from .tracking import Store, resolve_uri
@@ -214,8 +231,8 @@ class BenchCallback(Callback):
         if state:
             print(
                 f"results: {redact_uri(state['tracking_uri'])} (experiment '{state['experiment']}')\n"
-                f"  report: python -m reports --experiment {state['experiment']}   "
-                "browse: make ui",
+                f"  report: python -m reports --experiment {state['experiment']}\n"
+                f"  browse: {browse_hint(state['tracking_uri'], state['experiment_id'])}",
                 flush=True,
             )
         release(sweep_dir)
