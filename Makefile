@@ -123,8 +123,11 @@ reproduce-table4: install
 report: install
 	$(PY) -m reports $(REPORT_ARGS)
 
+# The runs-table link of each experiment first: MLflow 3 opens an experiment on
+# its GenAI overview page, not on its runs.
 ui: $(STAMP)
 	@mkdir -p $(RESULTS)/mlartifacts
+	-@$(PY) -m joker.bench.records.ui_links --uri sqlite:///$(RESULTS)/mlflow.db --port $(UI_PORT)
 	$(PY) -m mlflow ui --host 127.0.0.1 --port $(UI_PORT) \
 	  --backend-store-uri sqlite:///$(RESULTS)/mlflow.db \
 	  --default-artifact-root $(RESULTS)/mlartifacts

@@ -15,8 +15,9 @@ See README.md for custom sweeps and SLURM.
 Exit status: 0 when every trial ran (a multirun records failed trials and
 goes on); 1 when the single trial of a plain run failed (status other
 than ``ok`` or ``skipped``); 2 on a config error (one line on stderr, no
-folder left); 130 after Ctrl-C (the sweep's parent run is marked KILLED,
-the finished trials stay recorded).
+folder left); 130 after Ctrl-C, 143 after SIGTERM (``kill``, ``timeout``,
+SLURM), 129 after SIGHUP: the sweep's parent run is marked KILLED, the
+finished trials stay recorded (:mod:`joker.bench.sweep.signals`).
 """
 
 from __future__ import annotations
@@ -37,19 +38,32 @@ def main(cfg: Any) -> Any:
     """Hydra task: run one trial (see :func:`joker.bench.sweep.app.run_job`); exit status in the module docstring."""
     from joker.bench.sweep.app import interrupted, run_job, single_trial_failed
     from joker.bench.sweep.callbacks import config_error
+    from joker.bench.sweep.signals import exit_status
     from joker.bench.config.spec import ConfigError
 
     try:
         summary = run_job(cfg)
     except ConfigError as exc:  # a swept value the callback's check could not see
         raise SystemExit(config_error(exc)) from None
-    except KeyboardInterrupt:
-        interrupted()
-        raise SystemExit(130) from None
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM / SIGHUP (joker.bench.sweep.signals.Terminated)
+        interrupted(exc)
+        raise SystemExit(exit_status(exc)) from None
     if single_trial_failed(summary):
         raise SystemExit(1)
     return summary
 
 
+def cli() -> None:
+    """Console entry point: :func:`main`, with a stop outside a job (a parallel launcher waiting) handled too."""
+    try:
+        main()
+    except KeyboardInterrupt as exc:
+        from joker.bench.sweep.app import interrupted
+        from joker.bench.sweep.signals import exit_status
+
+        interrupted(exc)
+        raise SystemExit(exit_status(exc)) from None
+
+
 if __name__ == "__main__":
-    main()
+    cli()

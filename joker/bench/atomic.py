@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 from pathlib import Path
 from typing import Any, Callable
 
@@ -18,17 +19,24 @@ __all__ = ["write_json_atomic", "write_text_atomic"]
 
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> None:
-    """Write ``text`` to ``path`` through ``<path>.tmp`` and an atomic rename.
+    """Write ``text`` to ``path`` through a temporary file of this writer and an atomic rename.
+
+    The temporary name carries the process id and random digits, so that
+    two writers of one path never write into each other's temporary file.
 
     Raises
     ------
     OSError
-        When the folder is not writable (the temporary file is left behind).
+        When the folder is not writable (no temporary file is left behind).
     """
     path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}-{secrets.token_hex(3)}.tmp")  # one per writer
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def write_json_atomic(path: str | os.PathLike, payload: Any, *, default: Callable[[Any], Any] | None = str,

@@ -4,8 +4,10 @@
 ``info``    one dataset: task, n, d, split sizes, notes, where each file came from
             (parses and caches the files when they are local; never downloads).
 ``fetch``   obtain the files (mirror, cache or download) and build the array cache.
-``verify``  check every local file against its known sha256; exit status 1 on a
-            mismatch or a missing file.
+``verify``  check every local file against its known sha256, and the dataset's
+            parsed-array cache (file sizes against their headers, sha256 of
+            the data as written); exit status 1 on a mismatch, a missing file
+            or a damaged cache entry.
 """
 
 from __future__ import annotations
@@ -108,6 +110,7 @@ def _cmd_verify(args) -> int:
 
     s = get_spec(args.name)
     status = 0
+    located = []
     for f in s.files:
         try:
             loc = find_local(s, f)
@@ -123,7 +126,32 @@ def _cmd_verify(args) -> int:
         else:
             print(f"UNKNOWN  {loc.path} sha256 {loc.sha256} ({loc.origin}; no published "
                   "checksum to compare with)")
+        located.append(loc)
+    if status == 0:
+        status = _verify_arrays(s, located)
     return status
+
+
+def _verify_arrays(spec, located) -> int:
+    """Check the dataset's parsed-array cache entry (sizes, and sha256 where recorded); 1 when damaged."""
+    from .cache import cache_key, entry_dir
+    from .cache_check import ARRAYS_KEY, entry_problems, read_meta
+    from .sources import data_home
+
+    d = entry_dir(data_home(), spec, cache_key(spec, [loc.sha256 for loc in located]))
+    if not d.is_dir():
+        print(f"NOCACHE  {d} (the arrays are parsed on first use)")
+        return 0
+    problems = entry_problems(d, full=True)
+    for p in problems:
+        print(f"CORRUPT  {p}")
+    if problems:
+        print(f"         the next load rebuilds the entry; or now: python -m joker.data fetch {spec.name}")
+        return 1
+    meta = read_meta(d)
+    how = "sizes and sha256 as written" if meta.get(ARRAYS_KEY) else "sizes (no checksum recorded: an older entry)"
+    print(f"OK       {d} arrays: {len(meta['roles']) * 2} files, {how}")
+    return 0
 
 
 def main(argv=None) -> int:

@@ -5,8 +5,12 @@ Layout: ``<JOKER_DATA_HOME>/arrays/<dataset>/<key>/`` with
 ``meta.json``. The key hashes the sha256 of every source file, the
 dataset's ``prep_version`` and :data:`PREP_VERSION`, so a new file version
 or a parser change gets a new entry. A directory is built under a
-temporary name and renamed in one step; a directory that exists is
-complete.
+temporary name and renamed in one step; ``meta.json`` records each array
+file's shape, size and sha256 (``meta["arrays"]``). An entry damaged after it
+was published (a file cut short, ``meta.json`` unreadable:
+:func:`joker.data.cache_check.entry_problems`) is set aside with a
+:class:`CorruptCacheWarning` naming the problem, and rebuilt from the
+source files.
 """
 
 from __future__ import annotations
@@ -17,10 +21,17 @@ import os
 import shutil
 import struct
 import uuid
+import warnings
 from pathlib import Path
 
-__all__ = ["PREP_VERSION", "cache_key", "entry_dir", "load_entry", "EntryWriter",
+from .cache_check import ARRAYS_KEY, array_facts, entry_problems, read_meta
+
+__all__ = ["PREP_VERSION", "CorruptCacheWarning", "cache_key", "entry_dir", "load_entry", "EntryWriter",
            "NpyAppender"]
+
+
+class CorruptCacheWarning(RuntimeWarning):
+    """A cache entry was damaged (e.g. a truncated ``.npy``); it is set aside and rebuilt."""
 
 #: Bumped when the parsing or preprocessing shared by all datasets changes.
 PREP_VERSION = 1
@@ -87,15 +98,32 @@ def load_entry(home, spec, key: str):
     import numpy as np
 
     d = entry_dir(home, spec, key)
-    try:
-        meta = json.loads((d / "meta.json").read_text())
-    except (OSError, ValueError):
+    if not d.is_dir():
         return None
-    arrays = {}
-    for role in meta["roles"]:
-        arrays[role] = (np.load(d / f"{role}_X.npy", mmap_mode="r"),
-                        np.load(d / f"{role}_y.npy", mmap_mode="r"))
-    return arrays, meta
+    meta = read_meta(d)
+    problems = entry_problems(d, meta)
+    if not problems:
+        try:
+            arrays = {role: (np.load(d / f"{role}_X.npy", mmap_mode="r"),
+                             np.load(d / f"{role}_y.npy", mmap_mode="r")) for role in meta["roles"]}
+            return arrays, meta
+        except (OSError, ValueError, EOFError) as exc:
+            problems = [f"{d}: {exc}"]
+    _discard(d, problems)
+    return None
+
+
+def _discard(d: Path, problems) -> None:
+    """Warn about a damaged entry and move it out of the way (then delete it), so that it is rebuilt."""
+    warnings.warn(f"damaged dataset cache entry, rebuilt from the source files: {problems[0]}"
+                  + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""),
+                  CorruptCacheWarning, stacklevel=3)
+    aside = d.parent / f".corrupt-{d.name}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    try:
+        os.rename(d, aside)
+    except OSError:  # another process moved it first
+        return
+    shutil.rmtree(aside, ignore_errors=True)
 
 
 class NpyAppender:
@@ -118,6 +146,7 @@ class NpyAppender:
         self.dtype = np.dtype(dtype)
         self.row_shape = tuple(row_shape)
         self.n = 0
+        self._sha = hashlib.sha256()  # of the data bytes (the header changes at close)
         self._fh = open(self.path, "wb")
         self._fh.write(self._header((0,) + self.row_shape))
 
@@ -142,8 +171,15 @@ class NpyAppender:
         block = np.ascontiguousarray(block, dtype=self.dtype)
         if block.shape[1:] != self.row_shape:
             raise ValueError(f"{self.path}: row shape {block.shape[1:]} != {self.row_shape}")
-        self._fh.write(block.tobytes())
+        data = block.tobytes()
+        self._fh.write(data)
+        self._sha.update(data)
         self.n += block.shape[0]
+
+    @property
+    def data_sha256(self) -> str:
+        """sha256 (hex) of the data bytes written so far (the file after its header)."""
+        return self._sha.hexdigest()
 
     def close(self) -> None:
         """Write the final shape into the header and close."""
@@ -206,22 +242,25 @@ class EntryWriter:
         Parameters
         ----------
         meta : dict
-            JSON-serialisable; ``roles`` is added.
+            JSON-serialisable; ``roles`` and ``arrays`` (per file: shape,
+            dtype, bytes, data_sha256) are added.
 
         Returns
         -------
         pathlib.Path
             The published directory (another process's, if it won the race).
         """
+        facts = {}
         for xa, ya in self._app.values():
-            xa.close()
-            ya.close()
-        meta = dict(meta, roles=list(self._app))
+            for app in (xa, ya):
+                app.close()
+                facts[app.path.name] = array_facts(app.path, app.data_sha256)
+        meta = dict(meta, roles=list(self._app), **{ARRAYS_KEY: facts})
         (self.tmp / "meta.json").write_text(json.dumps(meta, indent=1, default=str))
         try:
             os.rename(self.tmp, self.final)
         except OSError:
-            if not (self.final / "meta.json").exists():
+            if read_meta(self.final) is None:
                 raise
             shutil.rmtree(self.tmp, ignore_errors=True)  # a parallel process won
         return self.final

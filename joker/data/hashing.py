@@ -69,7 +69,7 @@ def memo_sha256(path, home) -> str:
         rec = json.loads(memo.read_text())
         if rec["path"] == str(path) and rec["size"] == st.st_size and rec["mtime_ns"] == st.st_mtime_ns:
             return rec["sha256"]
-    except (OSError, ValueError, KeyError):
+    except (OSError, ValueError, KeyError, TypeError):  # absent or damaged memo: hash again
         pass
     digest = sha256_file(path)
     rec = {"path": str(path), "size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": digest}

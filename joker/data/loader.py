@@ -24,6 +24,7 @@ import numpy as np
 from pathlib import Path
 
 from .cache import EntryWriter, cache_key, entry_dir, load_entry
+from .errors import DataError
 from .parsers import PARSERS
 from .preprocess import apply_standardizer, fit_standardizer
 from .registry import get_spec
@@ -215,6 +216,8 @@ def prepare(name_or_spec, *, download: bool = True, progress: bool = True) -> Pr
             meta = _parse_into(w, spec, located)
             w.commit(meta)
         hit = load_entry(home, spec, key)
+        if hit is None:
+            raise DataError(f"{entry_dir(home, spec, key)}: the cache entry just written cannot be read back")
     arrays, meta = hit
     return Prepared(spec, arrays, meta, located, entry_dir(home, spec, key), from_cache)
 
@@ -226,8 +229,9 @@ def _train_stats(X, role: str, rows, directory):
     path = Path(directory) / f"stats-{role}-{rows.start or 0}-{rows.stop}.npy"
     try:
         st = np.load(path)
-        return st[0], st[1], st[2].astype(bool)
-    except (OSError, ValueError):
+        if st.shape == (3, X.shape[1]):
+            return st[0], st[1], st[2].astype(bool)
+    except (OSError, ValueError, EOFError):  # absent or damaged memo: recompute and rewrite
         pass
     mean, scale, const = fit_standardizer(X, rows)
     try:

@@ -5,7 +5,8 @@
 - a single trial that fails exits 1;
 - a budget too small says the budget, its size, what the process held and
   what remained;
-- Ctrl-C ends a sweep with its parent run KILLED and the finished trials kept.
+- Ctrl-C, SIGTERM and SIGHUP end a sweep with its parent run KILLED and the
+  finished trials kept (exit status 128 + signal).
 """
 
 import signal
@@ -36,6 +37,43 @@ def test_bad_numbers_are_one_line_config_errors_and_leave_no_folder(run_bench, t
     assert proc.stdout.strip().splitlines() == [f"config error: {message}"]
     assert not (tmp_path / "multirun").exists()
     assert not (tmp_path / "mlflow.db").exists()  # nothing ran, nothing was recorded
+
+
+DATASET_KEYS = "lam, loader, methods, n_test, n_train, name, primary_metric, sigma, sizes, subset, task"
+
+
+@pytest.mark.parametrize("override, message", [
+    # what Hydra's own error suggests after dataset.lamm=1 (issue 26)
+    ("+dataset.lamm=1", f"unknown key dataset.lamm; did you mean dataset.lam? (the keys of dataset: {DATASET_KEYS})"),
+    ("dataset.primary_metric=test_acc",
+     "dataset.primary_metric='test_acc' is not a metric of a binary task; one of test_accuracy, test_f1, test_auc"),
+    ("dataset.primary_metric=test_rmse",
+     "dataset.primary_metric='test_rmse' is not a metric of a binary task; one of test_accuracy, test_f1, test_auc"),
+    ("mlflow.tracking_uri=sqlite:////proc/x/m.db",
+     "mlflow.tracking_uri=sqlite:////proc/x/m.db: cannot create the folder /proc/x (No such file or directory)"),
+    ("mlflow.tracking_uri=file:///proc/x/mlruns",
+     "mlflow.tracking_uri=file:///proc/x/mlruns: cannot create the folder /proc/x/mlruns (No such file or directory)"),
+])
+def test_unknown_keys_metrics_and_stores_are_one_line_config_errors(run_bench, tmp_path, override, message):
+    base = ["dataset=_test_tiny", "budget=_test_400m", "method=_test_ok", "sweep=single"]
+    proc = run_bench(base + [override], tmp_path, test_conf=True, timeout=300)
+    assert proc.returncode == 2, proc.stdout[-3000:]
+    assert proc.stdout.strip().splitlines() == [f"config error: {message}"]
+    assert not (tmp_path / "multirun").exists()  # nothing ran
+
+
+def test_an_unreachable_store_is_one_config_error_line(monkeypatch):
+    import mlflow.store.db.utils as db_utils
+
+    from joker.bench.config.spec import ConfigError
+    from joker.bench.records.tracking import Store
+
+    monkeypatch.setattr(db_utils, "MAX_RETRY_COUNT", 1)  # MLflow's own ~100 s of reconnection attempts
+    with pytest.raises(ConfigError) as err:
+        Store.open("postgresql+psycopg2://u:secret@127.0.0.1:1/mlflow", "x")
+    assert str(err.value) == (
+        "cannot open the MLflow store postgresql+psycopg2://u:***@127.0.0.1:1/mlflow: OperationalError: "
+        '(psycopg2.OperationalError) connection to server at "127.0.0.1", port 1 failed: Connection refused')
 
 
 def test_bad_number_in_a_multirun_stops_before_the_sweep_folder(run_bench, tmp_path):
@@ -86,7 +124,12 @@ def _wait_for(path, seconds, proc):
     return False
 
 
-def test_ctrl_c_marks_the_parent_killed_and_keeps_finished_trials(tmp_path):
+@pytest.mark.parametrize("signum, status, how", [
+    (signal.SIGINT, 130, ""),
+    (signal.SIGTERM, 143, " by SIGTERM"),  # kill, timeout, a CI cancel, SLURM (issue 26)
+    (signal.SIGHUP, 129, " by SIGHUP"),  # the terminal closed
+])
+def test_ctrl_c_marks_the_parent_killed_and_keeps_finished_trials(tmp_path, signum, status, how):
     conftest = root_conftest()
     sweep_dir = tmp_path / "multirun"
     cmd = conftest.bench_command(["--config-name", "failures", "method=_test_ok,_test_sleep",
@@ -97,13 +140,15 @@ def test_ctrl_c_marks_the_parent_killed_and_keeps_finished_trials(tmp_path):
         # the first trial is recorded, the second (sleeping 120 s) has started
         assert _wait_for(sweep_dir / ".joker_bench" / "done" / "0.json", 240, proc), proc.stdout.read()
         assert _wait_for(sweep_dir / "1" / "trial" / "progress.json", 120, proc), proc.stdout.read()
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signum)
         out, _ = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 130, out[-3000:]
-    assert "interrupted: 1 finished trial(s) kept" in out
+    assert proc.returncode == status, out[-3000:]
+    (line,) = [ln for ln in out.splitlines() if ln.startswith("interrupted")]
+    assert line.startswith(f"interrupted{how}: 1 finished trial(s) kept; parent run ")
+    assert line.endswith(" marked KILLED")
     uri = f"sqlite:///{tmp_path.resolve()}/mlflow.db"
     (parent,) = parent_runs(uri, "test_failures")
     assert parent.info.status == "KILLED"

@@ -142,3 +142,11 @@ def test_one_line_per_trial_and_closing_table(failures):
     skipped = next(ln for ln in lines if "_test_missing" in ln)
     assert "MiB" not in skipped  # no memory for a trial that did not run
     assert "7 trials: 1 diverged, 2 error, 1 ok, 1 over_budget, 1 skipped, 1 timeout" in out
+
+
+def test_closing_lines_link_the_runs_table(failures):
+    uri, runs, out, _ = failures
+    exp_id = next(iter(runs.values())).info.experiment_id
+    # MLflow 3 opens an experiment on its GenAI overview; the link goes to the runs (issue 26)
+    assert (f"  browse: mlflow ui --backend-store-uri {uri}, then "
+            f"http://127.0.0.1:5000/#/experiments/{exp_id}/runs") in out.splitlines()

@@ -160,3 +160,49 @@ def test_trial_spec_is_typed_and_round_trips_through_json():
 def test_bad_device_lam_and_budget_are_config_errors(override, message):
     with pytest.raises(ConfigError, match=re.escape(message)):
         resolve_trial(_compose("smoke", [override]))
+
+
+@pytest.mark.parametrize("override, message", [
+    ("+lamm=1", "unknown key lamm (the keys of the config: budget, dataset, device, method, mlflow, presets, "
+     "repetition, repetitions, rerun, scale, seed, settings, sweep, threads, timeout_s)"),  # lam is dataset.lam
+    ("+method.optoins.M=5", "unknown key method.optoins; did you mean method.options?"),
+    ("+budget.host_mb=300", "unknown key budget.host_mb; did you mean budget.host_mib?"),
+    ("+mlflow.experimant=x", "unknown key mlflow.experimant; did you mean mlflow.experiment?"),
+    ("+dataset.sigmaa=1.0", "unknown key dataset.sigmaa; did you mean dataset.sigma?"),
+])
+def test_keys_added_with_plus_must_be_known_to_the_schema(override, message):
+    with pytest.raises(ConfigError) as err:
+        resolve_trial(_compose("smoke", [override]))
+    assert str(err.value).startswith(message)
+
+
+def test_free_form_mappings_still_take_new_keys():
+    spec = resolve_trial(_compose("smoke", ["+method.options.M=5", "+settings.falkon.options.M=7"]))
+    assert spec.method.options["M"] == 5
+
+
+def test_task_metrics_are_what_scoring_returns():
+    import numpy as np
+
+    from joker.bench.trials import scoring
+
+    y = np.array([0.0, 1.0, 1.0, 0.0])
+    reg = scoring.regression_metrics(y, y + 0.5)
+    assert set(reg) == set(scoring.TASK_METRICS["regression"]) and reg["test_rmse"] == 0.5
+    cls = scoring.classification_metrics(y, y, scores=y)
+    assert set(cls) == set(scoring.TASK_METRICS["binary"]) and cls["test_accuracy"] == 1.0
+    y3 = np.array([0, 1, 2, 1])
+    multi = scoring.classification_metrics(y3, y3, scores=np.eye(3)[y3])
+    assert set(multi) == set(scoring.TASK_METRICS["multiclass"]) and multi["test_auc"] == 1.0
+
+
+@pytest.mark.parametrize("override, message", [
+    ("dataset.primary_metric=test_acc", "dataset.primary_metric='test_acc' is not a metric of a regression task; "
+     "one of test_rmse, test_mse, test_rel_error"),
+    ("dataset.primary_metric=test_accuracy", "dataset.primary_metric='test_accuracy' is not a metric of a "
+     "regression task; one of test_rmse, test_mse, test_rel_error"),
+])
+def test_primary_metric_must_be_one_the_task_reports(override, message):
+    with pytest.raises(ConfigError) as err:
+        resolve_trial(_compose("smoke", ["dataset=hepc", override]))
+    assert str(err.value) == message

@@ -232,12 +232,17 @@ def register_configs() -> None:
 
     Stores ``bench_schema`` (the root, :class:`BenchConfig`); the group
     files merge into its typed ``dataset``, ``method`` and ``budget`` nodes.
+    Registers the resolvers ``jb_groups`` (``--help``) and ``jb_unique``
+    (the unique part of the default output folders, :mod:`joker.bench.config.sweep_folder`).
     """
     from hydra.core.config_store import ConfigStore
     from omegaconf import OmegaConf
 
+    from .sweep_folder import register_resolver
+
     ConfigStore.instance().store(name="bench_schema", node=BenchConfig)
     OmegaConf.register_new_resolver("jb_groups", _group_listing, replace=True)
+    register_resolver()
 
 
 def _group_listing() -> str:
@@ -274,6 +279,56 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
         else:
             out[key] = value
     return out
+
+
+#: The typed nodes of a composed config whose keys are fixed by the schema (``""`` = the root).
+_NODES = {"": BenchConfig, "dataset": DatasetConfig, "method": MethodConfig, "budget": BudgetConfig,
+          "mlflow": MlflowConfig}
+
+
+def check_known_keys(c: dict[str, Any]) -> None:
+    """Reject keys the schema does not know (a typo added with ``+``, e.g. ``+dataset.lamm=1``).
+
+    Hydra rejects ``dataset.lamm=1`` itself, and its message suggests
+    ``+dataset.lamm=1``, which adds the key; this catches what ``+`` added to
+    the root or to ``dataset``, ``method``, ``budget`` or ``mlflow``. The
+    free-form mappings (``dataset.methods``, ``method.options``, ``settings``,
+    ``presets``) are checked where they are read.
+
+    Parameters
+    ----------
+    c : dict
+        The plain composed config (without ``hydra``).
+
+    Raises
+    ------
+    ConfigError
+        Naming the first unknown key, the closest known one, and the known keys.
+    """
+    import difflib
+    from dataclasses import fields
+
+    for node, schema in _NODES.items():
+        values = c.get(node) if node else c
+        if not isinstance(values, dict):
+            continue
+        known = [f.name for f in fields(schema)]
+        for key in sorted(set(values) - set(known)):
+            where = f"{node}.{key}" if node else key
+            close = difflib.get_close_matches(str(key), known, n=1)
+            hint = f"; did you mean {node + '.' if node else ''}{close[0]}?" if close else ""
+            raise ConfigError(f"unknown key {where}{hint} (the keys of {node or 'the config'}: "
+                              f"{', '.join(sorted(known))})")
+
+
+def _check_primary_metric(ds: dict[str, Any]) -> None:
+    """The dataset's ``primary_metric`` must be one its task's trials report (:data:`joker.bench.config.spec.TASK_METRICS`)."""
+    from .spec import TASK_METRICS
+
+    metrics = TASK_METRICS.get(ds["task"], ())
+    if ds["primary_metric"] not in metrics:
+        raise ConfigError(f"dataset.primary_metric={ds['primary_metric']!r} is not a metric of a {ds['task']} "
+                          f"task; one of {', '.join(metrics)}")
 
 
 def _check_setting(where: str, setting: Any) -> dict[str, Any]:
@@ -355,11 +410,14 @@ def resolve_trial(cfg: Any) -> TrialSpec:
     Raises
     ------
     ConfigError
-        On an inconsistent config (bad sigma, lam <= 0, unknown per-method
-        key, bad device, ...).
+        On an inconsistent config (bad sigma, lam <= 0, a key the schema
+        does not know, a primary metric the task does not produce, unknown
+        per-method key, bad device, ...).
     """
     c = _plain(cfg)
+    check_known_keys(c)
     ds, b = c["dataset"], c["budget"]
+    _check_primary_metric(ds)
     setting = _method_setting(c)
     base_seed, rep = int(c["seed"]), int(c["repetition"])
     if int(c.get("repetitions", 1)) < 1:

@@ -19,6 +19,7 @@ Hydra, no MLflow): the trial child uses it.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import math
 from dataclasses import dataclass, field
@@ -27,10 +28,33 @@ from typing import Any
 from baselines.base import DTYPE_BYTES, TASKS, mib_to_bytes, positive_float
 from baselines.device import Device
 
-__all__ = ["ConfigError", "TrialBudget", "TrialDataset", "TrialMethod", "TrialSpec", "parse_sigma"]
+#: The test metrics a trial of each task reports (the values ``dataset.primary_metric`` may take;
+#: computed by :mod:`joker.bench.trials.scoring`).
+TASK_METRICS = {
+    "regression": ("test_rmse", "test_mse", "test_rel_error"),
+    "binary": ("test_accuracy", "test_f1", "test_auc"),
+    "multiclass": ("test_accuracy", "test_f1", "test_auc"),
+}
+
+__all__ = ["ConfigError", "TASK_METRICS", "SPEC_DIGEST_KEY", "TrialBudget", "TrialDataset", "TrialMethod", "TrialSpec", "parse_sigma",
+           "spec_digest"]
 
 #: Floating-point precisions a method may compute in (those the adapters know the size of).
 DTYPES = tuple(DTYPE_BYTES)
+
+
+#: Key of ``result.json`` holding :func:`spec_digest` of the ``spec.json`` the child ran.
+SPEC_DIGEST_KEY = "spec_sha256"
+
+
+def spec_digest(text: str) -> str:
+    """Return the sha256 (hex) of a ``spec.json`` text.
+
+    The trial child echoes it in its ``result.json``; the parent records a
+    result only when it matches the spec it wrote (a trial folder that
+    another process rewrote yields an error, never another trial's result).
+    """
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 class ConfigError(ValueError):

@@ -8,9 +8,11 @@ the resume look-up (:meth:`Store.find_finished`) trusts ``FINISHED`` runs.
 
 SQLite: the database and the experiment are created once, by the process
 that starts the sweep (:meth:`Store.open` from the Hydra callback), before
-any job runs; every call that writes is retried with exponential backoff
-and jitter, so parallel jobs (joblib, submitit) never fail on
-"database is locked".
+any job runs, under a lock file beside the database, so that sweeps started
+together do not run MLflow's migrations at the same time
+(:mod:`joker.bench.records.store_guard`); every call that writes is retried with
+exponential backoff and jitter, so parallel jobs (joblib, submitit) never
+fail on "database is locked".
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Any, Callable, Iterable, TypeVar
 from ..config.paths import results_dir
 from .record import RECORD_SCHEMA_VERSION, default_tracking_uri, schema_of
 from .redact import protect
+from .store_guard import check_not_half_migrated, check_tracking_uri, open_error, store_lock
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -60,7 +63,14 @@ def artifact_location(uri: str) -> str | None:
     return None
 
 
-def retry(fn: Callable[[], T], what: str, attempts: int = 12, first_wait_s: float = 0.2) -> T:
+def is_locked(exc: BaseException) -> bool:
+    """Whether an MLflow error is SQLite's passing "database is locked" (or "busy")."""
+    text = str(exc).lower()
+    return "database is locked" in text or "database is busy" in text
+
+
+def retry(fn: Callable[[], T], what: str, attempts: int = 12, first_wait_s: float = 0.2,
+          transient: Callable[[BaseException], bool] | None = None) -> T:
     """Call ``fn`` with exponential backoff on failure.
 
     Parameters
@@ -73,6 +83,9 @@ def retry(fn: Callable[[], T], what: str, attempts: int = 12, first_wait_s: floa
         Tries before the last error is raised.
     first_wait_s : float
         First wait in seconds; doubled each time (capped at 10 s), with jitter.
+    transient : callable, optional
+        ``transient(exc)`` False: raise at once (an unreachable server, a bad
+        schema); default: every error is retried.
 
     Returns
     -------
@@ -83,7 +96,7 @@ def retry(fn: Callable[[], T], what: str, attempts: int = 12, first_wait_s: floa
         try:
             return fn()
         except Exception as exc:  # sqlite "database is locked", server hiccups
-            if i == attempts - 1:
+            if i == attempts - 1 or (transient is not None and not transient(exc)):
                 raise
             log.warning("MLflow %s failed (%s); retry %d/%d", what, exc, i + 1, attempts - 1)
             time.sleep(wait * (0.5 + random.random()))
@@ -138,12 +151,28 @@ class Store:
         Returns
         -------
         Store
+
+        Raises
+        ------
+        ConfigError
+            When the store cannot be created or opened (one line:
+            :mod:`joker.bench.records.store_guard`).
         """
         from mlflow.tracking import MlflowClient
 
-        if uri.startswith("sqlite:///"):
-            Path(uri[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
-        client = retry(lambda: MlflowClient(tracking_uri=uri), "open store")
+        check_tracking_uri(uri)
+        with store_lock(uri):  # SQLite: one process at a time creates the tables (migrations)
+            check_not_half_migrated(uri)
+            try:
+                client = MlflowClient(tracking_uri=uri)
+                retry(lambda: client.search_experiments(max_results=1), "open store", transient=is_locked)
+            except Exception as exc:
+                raise open_error(uri, exc) from None
+            return cls._with_experiment(client, uri, experiment)
+
+    @classmethod
+    def _with_experiment(cls, client: Any, uri: str, experiment: str) -> "Store":
+        """The experiment (created, restored or tagged as needed) of an opened store."""
 
         def get_or_create() -> str:
             exp = client.get_experiment_by_name(experiment)

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from . import summary as summ
-from .sweep_state import STATE_DIR, read_done, read_sweep_state, write_done
+from .signals import signal_label
+from .sweep_state import STATE_DIR, current_sweep, read_done, read_sweep_state, write_done
 from ..measure.gpumem import GpuMemory
 from ..records.identity import code_version, config_hash
 from ..measure.meters import Limits
@@ -33,7 +34,7 @@ from ..records.record import (CONTENDED_TAG, INSTALL_HINT_TAG, METRIC_UNITS, MIB
 from ..trials.runner import Outcome, _read_json, classify, run_trial, tail
 from ..config.schema import flatten, resolve_trial
 from .slurm import slurm_verdict
-from ..config.spec import TrialSpec
+from ..config.spec import SPEC_DIGEST_KEY, TrialSpec, spec_digest
 from ..records.tracking import Store, history_curves, resolve_uri, write_history_csv
 
 log = logging.getLogger(__name__)
@@ -221,7 +222,8 @@ def _open_store(cfg: Any, ctx: dict[str, Any]) -> tuple[Store, dict[str, Any] | 
 def _execute(spec: TrialSpec, workdir: Path, label: str, progress: bool | None) -> Outcome:
     """Write ``spec.json`` and run the trial in its own process (or skip it: no loss for the task)."""
     spec_path = workdir / "spec.json"
-    spec_path.write_text(spec.to_json())
+    text = spec.to_json()
+    spec_path.write_text(text)
     if not spec.method.loss:  # nothing to run: the method has no loss for this task
         return Outcome(result={
             "status": "skipped", "metrics": {}, "skip_kind": "unsupported",
@@ -229,11 +231,27 @@ def _execute(spec: TrialSpec, workdir: Path, label: str, progress: bool | None) 
         })
     ticker = summ.Ticker(label, spec.timeout_s, enabled=progress)
     try:
-        return run_trial(spec_path, workdir, spec.timeout_s, spec.threads,
-                         limits=Limits(host_kill_bytes=spec.budget.host_kill_bytes),
-                         gpu=spec.device.is_cuda, on_tick=ticker)
+        out = run_trial(spec_path, workdir, spec.timeout_s, spec.threads,
+                        limits=Limits(host_kill_bytes=spec.budget.host_kill_bytes),
+                        gpu=spec.device.is_cuda, on_tick=ticker)
     finally:
         ticker.close()
+    return own_result(out, text, workdir)
+
+
+def own_result(out: Outcome, spec_text: str, workdir: Path) -> Outcome:
+    """``out``, with a result of another spec (its trial folder rewritten by another process) made an error.
+
+    The child echoes the digest of the ``spec.json`` it ran
+    (:data:`joker.bench.config.spec.SPEC_DIGEST_KEY`); a result whose digest is not
+    that of ``spec_text`` is never recorded as this trial's.
+    """
+    res = out.result
+    if res is not None and res.get(SPEC_DIGEST_KEY) != spec_digest(spec_text):
+        out.result = {"status": "error", "metrics": {}, "reason": (
+            f"the result in {workdir} is not of this trial's spec: another process wrote into this trial "
+            "folder (two sweeps sharing one hydra.sweep.dir?); nothing of it is recorded")}
+    return out
 
 
 def run_job(cfg: Any, progress: bool | None = None) -> dict[str, Any]:
@@ -269,7 +287,7 @@ def run_job(cfg: Any, progress: bool | None = None) -> dict[str, Any]:
             s = _summary(spec, chash, t.get("status", "?"), t.get("reason", ""), found.data.metrics,
                          found.info.run_id, cached=True, contended=t.get("contended_reason", "")
                          if t.get("contended") == "1" else "")
-            return _finish(ctx, s, total)
+            return _finish(ctx, s, state)
         # error / timeout / skipped may be transient (a library installed since, a busy
         # machine): run again; the new record supersedes the old one.
         retry_failed = found is not None
@@ -283,15 +301,17 @@ def run_job(cfg: Any, progress: bool | None = None) -> dict[str, Any]:
     verdict = slurm_verdict(verdict, out.signal, bool(out.killed_for))  # scancel, time limit
     s = _record(store, state.get("parent_run_id") if state else None, spec, chash, out, verdict, workdir,
                 (start_ms, end_ms), supersede=bool(cfg.rerun) or retry_failed)
-    return _finish(ctx, s, total)
+    return _finish(ctx, s, state)
 
 
-def _finish(ctx: dict[str, Any], s: dict[str, Any], total: int | None) -> dict[str, Any]:
+def _finish(ctx: dict[str, Any], s: dict[str, Any], state: dict[str, Any] | None) -> dict[str, Any]:
+    """Leave the job's summary in the sweep folder (tagged with its sweep's parent run); print its line."""
     done = None
+    sweep_run = (state or {}).get("parent_run_id")
     if ctx["multirun"]:
-        write_done(ctx["sweep_dir"], ctx["job_num"], s)
-        done = len(read_done(ctx["sweep_dir"]))
-    print(summ.format_line(s, done, total), flush=True)
+        write_done(ctx["sweep_dir"], ctx["job_num"], s, sweep_run)
+        done = len(read_done(ctx["sweep_dir"], sweep_run))
+    print(summ.format_line(s, done, (state or {}).get("n_jobs")), flush=True)
     return s
 
 
@@ -362,7 +382,7 @@ def record_lost_trial(
     s = _record(store, state.get("parent_run_id"), spec, chash, out, verdict, workdir,
                 (now_ms, now_ms), supersede=True)
     ctx = {"multirun": True, "sweep_dir": Path(sweep_dir), "job_num": job_num}
-    return _finish(ctx, s, state.get("n_jobs"))
+    return _finish(ctx, s, state)
 
 
 def single_trial_failed(summary: dict[str, Any]) -> bool:
@@ -370,22 +390,34 @@ def single_trial_failed(summary: dict[str, Any]) -> bool:
     return not _hydra_context()["multirun"] and summary.get("status") not in ("ok", "skipped")
 
 
-def interrupted() -> None:
-    """After Ctrl-C: mark the sweep's parent run KILLED and print what finished.
+def interrupted(exc: BaseException | None = None) -> None:
+    """After Ctrl-C, SIGTERM or SIGHUP: mark the sweep's parent run KILLED and print what finished.
 
     The trials that finished are already recorded (each job logs its own
     run when it ends); the trial that was running is not (its process tree
-    was killed by :func:`joker.bench.trials.runner.run_trial`).
+    was killed by :func:`joker.bench.trials.runner.run_trial`). The sweep is the
+    one this process started (:func:`joker.bench.sweep.sweep_state.current_sweep`),
+    else the running job's.
+
+    Parameters
+    ----------
+    exc : KeyboardInterrupt, optional
+        What stopped the sweep (:class:`joker.bench.sweep.signals.Terminated` for
+        a signal: its name goes into the line printed).
     """
-    ctx = _hydra_context()
-    state = read_sweep_state(ctx["sweep_dir"]) if ctx["multirun"] else None
-    done = read_done(ctx["sweep_dir"]) if ctx["multirun"] else []
+    sweep_dir, state = current_sweep()
+    if sweep_dir is None:
+        ctx = _hydra_context()
+        if ctx["multirun"]:
+            sweep_dir, state = ctx["sweep_dir"], read_sweep_state(ctx["sweep_dir"])
+    done = read_done(sweep_dir, (state or {}).get("parent_run_id")) if sweep_dir is not None else []
     if state:
         try:
             Store(state["tracking_uri"], state["experiment_id"]).end_run(state["parent_run_id"], "KILLED")
-        except Exception as exc:  # the finished trials are recorded; say what failed
-            log.warning("could not mark the parent run KILLED: %s", exc)
-    print(f"\ninterrupted: {len(done)} finished trial(s) kept"
+        except Exception as err:  # the finished trials are recorded; say what failed
+            log.warning("could not mark the parent run KILLED: %s", err)
+    how = "" if exc is None or signal_label(exc) == "Ctrl-C" else f" by {signal_label(exc)}"
+    print(f"\ninterrupted{how}: {len(done)} finished trial(s) kept"
           + (f"; parent run {state['parent_run_id']} marked KILLED" if state else ""), flush=True)
     if done:
         print(summ.table(done), flush=True)

@@ -4,13 +4,16 @@
 or sweep folder: a config that breaks a rule of the trial spec
 (``timeout_s <= 0``, ``threads < 1``, ``repetition < 0``, a bad budget, ...)
 ends the command there with a one-line error (exit status 2) and no folder.
-``on_multirun_start`` then, before any job, builds the dataset cache
-(:mod:`joker.bench.sweep.prefetch`), creates the MLflow database (SQLite
-migrations are not safe to run from parallel jobs), the experiment and the
-parent run, and writes ``<sweep dir>/.joker_bench/sweep.json`` that every
-job reads. ``on_multirun_end`` closes the parent run, prints the closing
-table and a warning listing the contended trials, and checks that the store
-holds exactly one finished record per trial
+Then the process takes its output folder (:mod:`joker.bench.config.sweep_folder`:
+a second sweep given the same folder while this one runs stops with a
+config error). ``on_multirun_start`` then, before any job, creates the
+MLflow database (SQLite migrations are not safe to run from parallel jobs
+or sweeps: :mod:`joker.bench.records.store_guard`), builds the dataset cache
+(:mod:`joker.bench.sweep.prefetch`), creates the experiment's parent run, and
+writes ``<sweep dir>/.joker_bench/sweep.json`` that every job reads.
+``on_multirun_end`` closes the parent run, prints the closing table and a
+warning listing the contended trials, and checks that the store holds
+exactly one finished record per trial
 (:func:`joker.bench.sweep.audit.check_records`; a failed check fails the sweep).
 Tracking-URI passwords are masked in everything this process logs
 (:mod:`joker.bench.records.redact`).
@@ -30,9 +33,12 @@ from . import summary as summ
 from ..config.paths import export_conf_env
 from ..records.record import RECORD_SCHEMA_VERSION
 from ..records.redact import redact_logs, redact_uri
+from .signals import install as install_signals
 from ..config.spec import ConfigError
+from ..config.sweep_folder import claim, register_resolver, release
 
 log = logging.getLogger(__name__)
+register_resolver()  # jb_unique: needed wherever a job's config is resolved (joblib and submitit workers import this module)
 
 
 def count_jobs(config: DictConfig) -> int | None:
@@ -75,7 +81,9 @@ def check_config(config: DictConfig) -> None:
     """End the command with a one-line error (exit status 2) when the config breaks a spec rule.
 
     Resolves the composed config into a trial spec
-    (:func:`joker.bench.config.schema.resolve_trial`) once, before Hydra creates
+    (:func:`joker.bench.config.schema.resolve_trial`) once, and checks that the
+    tracking store can be created where ``mlflow.tracking_uri`` says
+    (:func:`joker.bench.records.store_guard.check_tracking_uri`), before Hydra creates
     any folder. In a multirun this checks the values every job shares (the
     swept groups' defaults included); a swept value that breaks a rule still
     stops its own job with the same error.
@@ -86,9 +94,12 @@ def check_config(config: DictConfig) -> None:
         Status 2, after printing ``config error: <message>`` on stderr.
     """
     from ..config.schema import resolve_trial
+    from ..records.store_guard import check_tracking_uri
+    from ..records.tracking import resolve_uri
 
     try:
         resolve_trial(config)
+        check_tracking_uri(resolve_uri(config.mlflow.tracking_uri))
     except ConfigError as exc:
         raise SystemExit(config_error(exc)) from None
 
@@ -101,33 +112,70 @@ def config_error(exc: Exception) -> int:
     return 2
 
 
+def browse_hint(uri: str, experiment_id: str) -> str:
+    """How to see a sweep's runs table: the UI to start (none for a server) and the page to open.
+
+    The default store is ``make ui``'s; another SQLite file needs ``mlflow ui
+    --backend-store-uri``; a server serves its own UI.
+    """
+    from ..config.paths import results_dir
+    from ..records.ui_links import runs_url
+
+    url = runs_url(uri, experiment_id)
+    if uri.startswith(("http://", "https://")):
+        return url
+    make_ui = uri == "sqlite:///" + str(results_dir() / "mlflow.db")  # the store `make ui` serves
+    start = "make ui" if make_ui else f"mlflow ui --backend-store-uri {redact_uri(uri)}"
+    return f"{start}, then {url}"
+
+
+def _open_store(config: DictConfig) -> Any:
+    """Create or open the sweep's MLflow store and experiment (:meth:`joker.bench.records.tracking.Store.open`); exit 2 if it cannot be."""
+    from ..records.tracking import Store, resolve_uri
+
+    try:
+        return Store.open(resolve_uri(config.mlflow.tracking_uri), config.mlflow.experiment or config.sweep)
+    except ConfigError as exc:
+        raise SystemExit(config_error(exc)) from None
+
+
+def _claim(folder: Path, what: str) -> None:
+    """Hold the output folder for this process (:func:`joker.bench.config.sweep_folder.claim`); exit 2 if taken."""
+    try:
+        claim(folder, what)
+    except ConfigError as exc:
+        raise SystemExit(config_error(exc)) from None
+
+
 class BenchCallback(Callback):
     """Checks the config; creates the MLflow store, experiment and parent run; prints the closing table."""
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
-        """Check the config before Hydra creates the run folder."""
+        """Check the config and open the store before Hydra creates the run folder; take the folder (:func:`claim`)."""
         export_conf_env()
         check_config(config)
+        _open_store(config)  # an unreachable store stops here, before any folder
+        _claim(Path(config.hydra.run.dir), "run")
+        install_signals()
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         """Check the config, build the dataset cache, open the store and the parent run before any job."""
         export_conf_env()
         redact_logs()
         check_config(config)
+        store = _open_store(config)  # before the folder and the (maybe long) prefetch
+        uri, experiment = store.uri, config.mlflow.experiment or config.sweep
+        _claim(Path(config.hydra.sweep.dir), "sweep")
+        install_signals()  # SIGTERM / SIGHUP: as Ctrl-C (parent run KILLED, exit 128 + signal)
         from .prefetch import prefetch, sweep_datasets
+        from .sweep_state import remember_sweep, write_sweep_state
+        from ..records.provenance import git_info
 
+        sweep_dir = Path(config.hydra.sweep.dir)
         for name, outcome in prefetch(sweep_datasets(config)).items():
             if outcome != "ok":
                 print(f"note: the cache of {name} could not be built before the sweep ({outcome}); "
                       "its trials will say why", flush=True)
-        from .sweep_state import write_sweep_state
-        from ..records.provenance import git_info
-        from ..records.tracking import Store, resolve_uri
-
-        sweep_dir = Path(config.hydra.sweep.dir)
-        uri = resolve_uri(config.mlflow.tracking_uri)
-        experiment = config.mlflow.experiment or config.sweep
-        store = Store.open(uri, experiment)
         n_jobs = count_jobs(config)
         overrides = redact_uri(" ".join(config.hydra.overrides.task))
         parent = store.start_parent(
@@ -138,10 +186,12 @@ class BenchCallback(Callback):
                 "n_jobs": str(n_jobs), **git_info(),
             },
         )
-        write_sweep_state(sweep_dir, {
+        self._state = {
             "tracking_uri": uri, "experiment": experiment,
             "experiment_id": store.experiment_id, "parent_run_id": parent, "n_jobs": n_jobs,
-        })
+        }
+        write_sweep_state(sweep_dir, self._state)
+        remember_sweep(sweep_dir, self._state)
         print(
             f"sweep '{experiment}': {n_jobs if n_jobs is not None else '?'} trials -> {redact_uri(uri)}"
             f" (parent run {parent})\n  outputs: {sweep_dir}",
@@ -164,8 +214,8 @@ class BenchCallback(Callback):
         from ..records.tracking import Store
 
         sweep_dir = Path(config.hydra.sweep.dir)
-        state = read_sweep_state(sweep_dir)
-        done = read_done(sweep_dir)
+        state = getattr(self, "_state", None) or read_sweep_state(sweep_dir)  # this sweep's own, not the file's
+        done = read_done(sweep_dir, state["parent_run_id"] if state else None)
         check = None
         if state:
             store = Store(state["tracking_uri"], state["experiment_id"])
@@ -181,10 +231,11 @@ class BenchCallback(Callback):
         if state:
             print(
                 f"results: {redact_uri(state['tracking_uri'])} (experiment '{state['experiment']}')\n"
-                f"  report: python -m reports --experiment {state['experiment']}   "
-                "browse: make ui",
+                f"  report: python -m reports --experiment {state['experiment']}\n"
+                f"  browse: {browse_hint(state['tracking_uri'], state['experiment_id'])}",
                 flush=True,
             )
+        release(sweep_dir)
         if check is not None:
             print(check[1], flush=True)
             if not check[0]:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..config.spec import TASK_METRICS  # the metric names are part of the config's vocabulary
+
 
 def regression_metrics(y_true: np.ndarray, y_pred: np.ndarray) -> dict[str, float]:
     """Return test_rmse, test_mse, test_rel_error.

@@ -43,7 +43,7 @@ from ..measure.fitmem import FitMemory, release_free_memory, rss_bytes
 from ..config.paths import repo_root
 from ..records.record import MIB
 from .sigma_cache import median_sigma_cached
-from ..config.spec import TrialSpec
+from ..config.spec import SPEC_DIGEST_KEY, TrialSpec, spec_digest
 
 WARMUP_ROWS = 256
 #: Test rows predicted by the warm-up.
@@ -490,7 +490,9 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     result: dict[str, Any] = {"status": "ok", "reason": "", "metrics": {}}
     try:
-        run(TrialSpec.from_json(spec_path.read_text()), progress, result)
+        text = spec_path.read_text()
+        result[SPEC_DIGEST_KEY] = spec_digest(text)  # which spec this result is of (the parent checks)
+        run(TrialSpec.from_json(text), progress, result)
     except Exception as exc:  # a failed trial is a result
         traceback.print_exc()
         result.update(_failure(exc))
