@@ -17,6 +17,9 @@ One path from what a user passes to what the solvers compute on:
    are shift-invariant and depend on x / sigma only, so the kernel of the
    framed inputs at bandwidth sigma / scale is the kernel of the inputs.
 
+scipy.sparse inputs (accepted where the estimator says so, the Joker
+estimators) stay sparse: CSR from :func:`validate_X`, and
+:class:`joker.sparse.SparseRows`, not centred, from :class:`InputFrame`.
 :func:`as_float64` (any numpy or torch layout to a float64 tensor) is the
 conversion underneath.
 """
@@ -262,7 +265,6 @@ class InputFrame:
         A power of two (:func:`bandwidth_scale`), 1.0 for none.
     dtype : torch.dtype
     device : str or torch.device
-
     sparse_mean : bool
         Sparse inputs come back uncentred although ``mean`` is not 0 (above).
 
@@ -284,7 +286,7 @@ class InputFrame:
 
         Parameters
         ----------
-        X : array-like or tensor of shape (n_samples, n_features)
+        X : array-like, tensor or scipy.sparse matrix of shape (n_samples, n_features)
         dtype : torch.dtype
         device : str or torch.device
         scale : float
@@ -304,6 +306,11 @@ class InputFrame:
     @classmethod
     def fit_transform(cls, X, dtype, device, scale=1.0, sparse_mean=False):
         """The frame of ``X`` (:meth:`fit`) and the framed ``X``, from one float64 copy.
+
+        Parameters
+        ----------
+        X, dtype, device, scale, sparse_mean
+            As :meth:`fit`.
 
         Returns
         -------
@@ -327,7 +334,7 @@ class InputFrame:
 
         Parameters
         ----------
-        X : array-like or tensor of shape (n_samples, n_features)
+        X : array-like, tensor or scipy.sparse matrix of shape (n_samples, n_features)
 
         Returns
         -------
