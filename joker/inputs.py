@@ -17,6 +17,9 @@ One path from what a user passes to what the solvers compute on:
    are shift-invariant and depend on x / sigma only, so the kernel of the
    framed inputs at bandwidth sigma / scale is the kernel of the inputs.
 
+scipy.sparse inputs (accepted where the estimator says so, the Joker
+estimators) stay sparse: CSR from :func:`validate_X`, and
+:class:`joker.sparse.SparseRows`, not centred, from :class:`InputFrame`.
 :func:`as_float64` (any numpy or torch layout to a float64 tensor) is the
 conversion underneath.
 """
@@ -263,7 +266,6 @@ class InputFrame:
         A power of two (:func:`bandwidth_scale`), 1.0 for none.
     dtype : torch.dtype
     device : str or torch.device
-
     sparse_mean : bool
         Sparse inputs come back uncentred although ``mean`` is not 0 (above).
 
@@ -285,7 +287,7 @@ class InputFrame:
 
         Parameters
         ----------
-        X : array-like or tensor of shape (n_samples, n_features)
+        X : array-like, tensor or scipy.sparse matrix of shape (n_samples, n_features)
         dtype : torch.dtype
         device : str or torch.device
         scale : float
@@ -316,6 +318,11 @@ class InputFrame:
     def fit_transform(cls, X, dtype, device, scale=1.0, sparse_mean=False, sample_weight=None):
         """The frame of ``X`` (:meth:`fit`) and the framed ``X``, from one float64 copy.
 
+        Parameters
+        ----------
+        X, dtype, device, scale, sparse_mean
+            As :meth:`fit`.
+
         Returns
         -------
         frame : InputFrame
@@ -338,7 +345,7 @@ class InputFrame:
 
         Parameters
         ----------
-        X : array-like or tensor of shape (n_samples, n_features)
+        X : array-like, tensor or scipy.sparse matrix of shape (n_samples, n_features)
 
         Returns
         -------
