@@ -4,7 +4,9 @@ Wraps :class:`joker.ipm.LowRankIPMClassifier` (Gu, Song and Zhang, arXiv
 2307.07735; Fine and Scheinberg, JMLR 2001; Ferris and Munson, SIAM J.
 Optim. 2003): the SVM dual on a rank-k factor of the kernel (random Fourier
 features, the same as ``joker-inexact`` for the same seed, or Nystroem),
-solved to a relative duality gap of 1e-8 by default.
+solved to a relative duality gap of 1e-8 in float64 by default (``tol="auto"``:
+the estimator's dtype-aware target, larger in float32, where 1e-8 is below the
+rounding floor).
 
 Conventions: ``lam`` is the estimator's own (sum of hinge losses, C = 1/lam),
 ``sigma`` native. The benchmark's problem has no intercept, so neither has
@@ -51,7 +53,9 @@ class IPMLowRankAdapter(Adapter):
         The IPM costs O(n k^2) per iteration: 1024 keeps the local table on 2 cores.
     factor : {"rff", "nystroem"}, default "rff"
     fit_intercept : bool, default False
-    tol : float, default 1e-8
+    tol : float or "auto", default "auto"
+        The estimator's ``tol`` (``"auto"``: 1e-8 in float64, a float32-reachable
+        target in float32; :attr:`joker.ipm.LowRankIPMClassifier.tol_`).
         Relative duality gap and residuals to stop at.
     max_iter : int, default 200
     max_time : float or None, default None
@@ -65,7 +69,7 @@ class IPMLowRankAdapter(Adapter):
     kernels = ("gaussian", "laplacian")
     devices = ("cpu", "cuda")
     option_defaults = {"n_components": None, "max_components": 1024, "factor": "rff", "fit_intercept": False,
-                       "tol": 1e-8, "max_iter": 200, "max_time": None}
+                       "tol": "auto", "max_iter": 200, "max_time": None}
     signal = "relative duality gap of the IPM (with its relative residuals)"
 
     def _plan(self, budget: Budget, n: int, d: int) -> dict[str, Any]:
@@ -130,7 +134,7 @@ class IPMLowRankAdapter(Adapter):
         m = self.model_
         gap = float(m.dual_gap_)
         reason = (f"relative gap {gap:.3g}, residuals {m.residual_dual_:.2g} / {m.residual_primal_:.2g} after "
-                  f"{m.n_iter_} iterations ({'met' if m.converged_ else 'did not meet'} tol={self.options['tol']})")
+                  f"{m.n_iter_} iterations ({'met' if m.converged_ else 'did not meet'} tol={m.tol_:.3g})")
         history = [{"epoch": h["iteration"], "seconds": h["seconds"], "dual": h["dual"], "primal": h["primal"],
                     "gap": h["gap"], "kkt": max(h["residual_dual"], h["residual_primal"])} for h in m.history_]
         return {"converged": bool(m.converged_), "reason": reason, "history": history, "final": gap,

@@ -96,7 +96,7 @@ def _cmd_fetch(args) -> int:
             loc = locate(s, f, download=True, progress=not args.quiet)
             print(f"{loc.origin}: {loc.path}")
         return 0
-    prep = prepare(s, download=True, progress=not args.quiet)
+    prep = prepare(s, download=True, progress=not args.quiet, verify=True)  # a corrupt entry is rebuilt
     for loc in prep.located:
         print(f"{loc.origin}: {loc.path}")
     print(f"arrays ({'cached' if prep.from_cache else 'parsed now'}): {prep.directory} "
@@ -146,7 +146,8 @@ def _verify_arrays(spec, located) -> int:
     for p in problems:
         print(f"CORRUPT  {p}")
     if problems:
-        print(f"         the next load rebuilds the entry; or now: python -m joker.data fetch {spec.name}")
+        print(f"         rebuild it: python -m joker.data fetch {spec.name} (a load rebuilds a cut-short or "
+              "unreadable entry by itself; damage that keeps the sizes only fetch and verify find)")
         return 1
     meta = read_meta(d)
     how = "sizes and sha256 as written" if meta.get(ARRAYS_KEY) else "sizes (no checksum recorded: an older entry)"

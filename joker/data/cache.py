@@ -69,6 +69,10 @@ def entry_dir(home, spec, key: str) -> Path:
     spec : DatasetSpec
     key : str
         From :func:`cache_key`.
+    full : bool
+        Also compare each file's data with the sha256 recorded at write time
+        (:func:`joker.data.cache_check.entry_problems`); a mismatch discards
+        the entry like any damage.
 
     Returns
     -------
@@ -78,7 +82,7 @@ def entry_dir(home, spec, key: str) -> Path:
     return Path(home) / "arrays" / spec.name / key
 
 
-def load_entry(home, spec, key: str):
+def load_entry(home, spec, key: str, full: bool = False):
     """Open a cache entry, memory-mapped.
 
     Parameters
@@ -101,7 +105,7 @@ def load_entry(home, spec, key: str):
     if not d.is_dir():
         return None
     meta = read_meta(d)
-    problems = entry_problems(d, meta)
+    problems = entry_problems(d, meta, full=full)
     if not problems:
         try:
             arrays = {role: (np.load(d / f"{role}_X.npy", mmap_mode="r"),

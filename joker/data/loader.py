@@ -185,7 +185,7 @@ def _parse_into(writer, spec, located) -> dict:
     }
 
 
-def prepare(name_or_spec, *, download: bool = True, progress: bool = True) -> Prepared:
+def prepare(name_or_spec, *, download: bool = True, progress: bool = True, verify: bool = False) -> Prepared:
     """Parsed arrays of a dataset, parsing and caching them on first use.
 
     Parameters
@@ -195,6 +195,11 @@ def prepare(name_or_spec, *, download: bool = True, progress: bool = True) -> Pr
         Allow downloading missing files.
     progress : bool
         Show download progress bars.
+    verify : bool
+        Hash a cached entry's data against the sha256 recorded when it was
+        written (reads the whole entry; ``python -m joker.data fetch`` does),
+        and rebuild it when they differ. Otherwise only its layout and sizes
+        are checked.
 
     Returns
     -------
@@ -209,7 +214,7 @@ def prepare(name_or_spec, *, download: bool = True, progress: bool = True) -> Pr
     located = [locate(spec, f, download=download, progress=progress) for f in spec.files]
     home = data_home()
     key = cache_key(spec, [loc.sha256 for loc in located])
-    hit = load_entry(home, spec, key)
+    hit = load_entry(home, spec, key, full=verify)
     from_cache = hit is not None
     if hit is None:
         with EntryWriter(home, spec, key) as w:

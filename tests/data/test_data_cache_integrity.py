@@ -68,8 +68,14 @@ def test_same_size_damage_is_found_by_the_recorded_checksum(home, capsys):
         f.seek(128 + 800)
         f.write(b"\xff" * 8)
     assert main(["verify", NAME]) == 1
-    assert f"CORRUPT  {y}: sha256 of its data differs from the one recorded when it was written" in (
-        capsys.readouterr().out)
+    out = capsys.readouterr().out
+    assert f"CORRUPT  {y}: sha256 of its data differs from the one recorded when it was written" in out
+    assert f"python -m joker.data fetch {NAME}" in out
+    # the fix verify names works: fetch hashes the entry, finds the damage and rebuilds it
+    with pytest.warns(CorruptCacheWarning, match=f"damaged dataset cache entry, rebuilt .*{y}"):
+        assert main(["fetch", NAME]) == 0
+    assert "arrays (parsed now)" in capsys.readouterr().out
+    assert main(["verify", NAME]) == 0
 
 
 def test_verify_checks_the_arrays_of_a_sound_entry(home, capsys):
