@@ -82,7 +82,8 @@ class SlurmLauncher(BaseSubmititLauncher):
 
         if isinstance(summary, dict):
             state = read_sweep_state(sweep_dir) or {}
-            print(format_line(summary, len(read_done(sweep_dir)), state.get("n_jobs")), flush=True)
+            done = read_done(sweep_dir, state.get("parent_run_id"))  # this sweep's jobs only
+            print(format_line(summary, len(done), state.get("n_jobs")), flush=True)
 
     def _collect(self, job: Any, overrides: List[str], num: int, sweep_dir: Path) -> JobReturn:
         """The job's own JobReturn, or one for the trial recorded on its behalf."""

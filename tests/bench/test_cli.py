@@ -124,16 +124,17 @@ def _wait_for(path, seconds, proc):
     return False
 
 
-@pytest.mark.parametrize("signum, status, how", [
-    (signal.SIGINT, 130, ""),
-    (signal.SIGTERM, 143, " by SIGTERM"),  # kill, timeout, a CI cancel, SLURM (issue 26)
-    (signal.SIGHUP, 129, " by SIGHUP"),  # the terminal closed
+@pytest.mark.parametrize("signum, status, how, launcher", [
+    (signal.SIGINT, 130, "", "basic"),
+    (signal.SIGTERM, 143, " by SIGTERM", "basic"),  # kill, timeout, a CI cancel, SLURM (issue 26)
+    (signal.SIGHUP, 129, " by SIGHUP", "basic"),  # the terminal closed
+    (signal.SIGTERM, 143, " by SIGTERM", "joblib"),  # the signal reaches the sweep outside any job
 ])
-def test_ctrl_c_marks_the_parent_killed_and_keeps_finished_trials(tmp_path, signum, status, how):
+def test_ctrl_c_marks_the_parent_killed_and_keeps_finished_trials(tmp_path, signum, status, how, launcher):
     conftest = root_conftest()
     sweep_dir = tmp_path / "multirun"
     cmd = conftest.bench_command(["--config-name", "failures", "method=_test_ok,_test_sleep",
-                         "timeout_s=60"], sweep_dir, test_conf=True)
+                         "timeout_s=60", f"launcher={launcher}"], sweep_dir, test_conf=True)
     proc = subprocess.Popen(cmd, cwd=str(conftest.REPO), env=conftest.bench_env(tmp_path), stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
