@@ -27,6 +27,8 @@ gives the same kernel on identical rows.
 
 from __future__ import annotations
 
+import collections
+import hashlib
 import math
 import warnings
 
@@ -175,18 +177,27 @@ def _kth_smallest(Xs: torch.Tensor, k: int, max_gather: int) -> float:
     return float(torch.kthvalue(vals, r + 1).values)
 
 
-def _repeated_pairs(Xs: torch.Tensor) -> int:
-    """Number of pairs i < j of identical rows (exact: from the counts of each distinct row)."""
-    if sp.issparse(Xs):  # canonical CSR: a row is its (indices, values) bytes
-        keys = {}
+def _repeated_pairs(Xs) -> int:
+    """Number of pairs i < j of identical rows, from the counts of each distinct row.
+
+    Rows are keyed by a 128-bit BLAKE2b digest of their bytes (-0.0 read as
+    0.0; a CSR row by its column indices and values), one row at a time:
+    O(m) memory, where sorting the rows (``torch.unique(dim=0)``) would hold
+    several m x d copies (CI measured 106 MiB at 5,000 x 784 that way).
+    Exact up to a digest collision (probability about m^2 / 2^129).
+    """
+    counts = collections.Counter()
+    if sp.issparse(Xs):  # canonical CSR (sum_duplicates in _subsample): a row is its indices and values
         for i in range(Xs.shape[0]):
             a, b = Xs.indptr[i], Xs.indptr[i + 1]
-            key = (Xs.indices[a:b].tobytes(), Xs.data[a:b].tobytes())
-            keys[key] = keys.get(key, 0) + 1
-        counts = torch.tensor(list(keys.values()), dtype=torch.int64)
+            nz = Xs.data[a:b] != 0  # stored zeros are not part of the row's value
+            h = hashlib.blake2b(Xs.indices[a:b][nz].astype(np.int64).tobytes(), digest_size=16)
+            h.update((Xs.data[a:b][nz] + 0.0).tobytes())
+            counts[h.digest()] += 1
     else:
-        counts = torch.unique(Xs, dim=0, return_counts=True)[1].to(torch.int64)
-    return int((counts * (counts - 1) // 2).sum())
+        for i in range(Xs.shape[0]):
+            counts[hashlib.blake2b((Xs[i] + 0.0).numpy().tobytes(), digest_size=16).digest()] += 1
+    return sum(c * (c - 1) // 2 for c in counts.values())
 
 
 def _median_distance(X, n, seed, max_gather):

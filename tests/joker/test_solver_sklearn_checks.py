@@ -34,7 +34,7 @@ ESTIMATORS = [
 
 # Parameters for single checks, as scikit-learn sets them for its own estimators
 # (sklearn.utils._test_common.instance_generator.PER_ESTIMATOR_CHECK_PARAMS):
-# - check_sample_weight_equivalence_on_dense_data compares a weighted fit with one on repeated
+# - check_sample_weight_equivalence_on_dense_data (and _on_sparse_data, the same on CSR) compares a weighted fit with one on repeated
 #   rows to rtol 1e-7: both fits must be solved far below the default tol=1e-3 (scikit-learn
 #   gives its own iterative solvers tol=1e-12 there).
 # - check_class_weight_classifiers (class 0 weighted 1000, the others 1e-4, on blobs of spread
@@ -43,6 +43,7 @@ ESTIMATORS = [
 #   no class-0 training row within a few sigma its f is a sum of tiny terms (78-92 % measured).
 CHECK_PARAMS = {
     "check_sample_weight_equivalence_on_dense_data": dict(tol=1e-14, kkt_tol=1e-12, max_epochs=10_000),
+    "check_sample_weight_equivalence_on_sparse_data": dict(tol=1e-14, kkt_tol=1e-12, max_epochs=10_000),
     "check_class_weight_classifiers": dict(fit_intercept=True),
 }
 
