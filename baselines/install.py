@@ -360,6 +360,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="build Falkon from this checkout, archive or pip URL (make install-falkon)")
     parser.add_argument("--max-jobs", type=int, default=int(os.environ.get("MAX_JOBS", "2")))
     args = parser.parse_args(argv)
+    if args.max_jobs < 1:
+        parser.error(f"--max-jobs must be >= 1 (compile jobs of the Falkon build), got {args.max_jobs}")
     mirror = (Path(args.mirror).resolve() if args.mirror else None) if args.mirror is not None else default_mirror()
     if mirror is not None and not mirror.is_dir():
         print(f"baselines: mirror {mirror} is not a folder", file=sys.stderr)

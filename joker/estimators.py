@@ -722,7 +722,7 @@ class JokerClassifier(ClassifierMixin, _JokerBase):
             if len(weighted_classes) < 2:
                 raise ValueError(f"JokerClassifier needs a positive weight on samples of at least 2 classes, but "
                                  f"sample_weight and class_weight leave only class "
-                                 f"{classes[weighted_classes[0]]!r}")
+                                 f"{classes[weighted_classes[0]].item()!r}")
         ovo = self.multi_class == "ovo" and k > 2
         if ovo and not loss.absent_label:
             raise ValueError(f'multi_class="ovo" needs loss "hinge" or "squared_hinge" (a label 0 leaves a row '

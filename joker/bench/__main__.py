@@ -53,8 +53,39 @@ def main(cfg: Any) -> Any:
     return summary
 
 
+def _composition_error(exc: BaseException) -> str | None:
+    """The one-line message of a Hydra composition error (unknown group option, key or value type), else None.
+
+    Such errors are raised before any job runs: an unknown config group option
+    (``method=eigenpro5``), a key the schema lacks (``dataset.lamm=1``), a value of
+    the wrong type (``timeout_s=abc``), an override Hydra cannot parse. Hydra
+    would print them over several lines and exit 1, the status of a failed trial.
+    """
+    from hydra.errors import ConfigCompositionException, MissingConfigException, OverrideParseException
+
+    if isinstance(exc, MissingConfigException):
+        options = ", ".join(exc.options) if getattr(exc, "options", None) else ""
+        first = str(exc).splitlines()[0] if str(exc) else "config not found"
+        return f"{first} (available: {options})" if options else first
+    if isinstance(exc, (ConfigCompositionException, OverrideParseException)):
+        cause = exc.__cause__
+        detail = str(cause).splitlines()[0] if cause is not None and str(cause) else ""
+        return f"{str(exc).splitlines()[0]}: {detail}" if detail else str(exc).splitlines()[0]
+    return None
+
+
 def cli() -> None:
-    """Console entry point: :func:`main`, with a stop outside a job (a parallel launcher waiting) handled too."""
+    """Console entry point: :func:`main`, with a stop outside a job (a parallel launcher waiting) handled too.
+
+    Hydra's own composition errors (an unknown option, key or value type) end
+    like the project's config checks: one line ``config error: ...`` on stderr,
+    exit status 2 (module docstring); with ``HYDRA_FULL_ERROR=1`` set by the
+    user they propagate with Hydra's full traceback instead.
+    """
+    import os
+
+    user_full_error = os.environ.get("HYDRA_FULL_ERROR", "") not in ("", "0")
+    os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra re-raises instead of printing a traceback and exiting 1
     try:
         main()
     except KeyboardInterrupt as exc:
@@ -63,6 +94,13 @@ def cli() -> None:
 
         interrupted(exc)
         raise SystemExit(exit_status(exc)) from None
+    except Exception as exc:
+        message = None if user_full_error else _composition_error(exc)
+        if message is None:
+            raise
+        from joker.bench.sweep.callbacks import config_error
+
+        raise SystemExit(config_error(message)) from None
 
 
 if __name__ == "__main__":

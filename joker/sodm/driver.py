@@ -302,4 +302,9 @@ class SODMClassifier(BinaryClassifierMixin, BaseEstimator):
             Before ``fit``.
         """
         check_is_fitted(self, "model_")
+        shape = tuple(X.shape) if hasattr(X, "shape") else np.shape(X)  # the inner model checks the rest
+        n_features = shape[1] if len(shape) == 2 else None
+        if n_features is not None and n_features != self.n_features_in_:  # named for this estimator, not the inner one
+            raise ValueError(f"X has {n_features} features, but {type(self).__name__} is expecting "
+                             f"{self.n_features_in_} features as input.")
         return self.model_.decision_function(X)

@@ -67,6 +67,14 @@ def test_an_unknown_name_is_an_error():
     assert inst.main(["eigenpro5"]) == 2
 
 
+@pytest.mark.parametrize("jobs", ["0", "-3"])
+def test_max_jobs_below_one_is_refused(jobs, capsys):
+    with pytest.raises(SystemExit) as info:
+        inst.main(["--max-jobs", jobs, "falkon"])
+    assert info.value.code == 2 and f"--max-jobs must be >= 1 (compile jobs of the Falkon build), got {jobs}" \
+        in capsys.readouterr().err
+
+
 @pytest.mark.skipif(not (SHARED / "SHA256SUMS").is_file(), reason="no ../shared/baselines mirror")
 def test_the_shared_mirror_verifies():
     """Every release of the project's mirror matches its checksum (what `make install` takes)."""

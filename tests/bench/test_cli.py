@@ -62,6 +62,23 @@ def test_unknown_keys_metrics_and_stores_are_one_line_config_errors(run_bench, t
     assert not (tmp_path / "multirun").exists()  # nothing ran
 
 
+@pytest.mark.parametrize("override, message", [
+    # Hydra's own composition errors: no longer Hydra's multi-line print and exit 1 (a failed trial's status)
+    ("dataset.lamm=1", "Could not override 'dataset.lamm'.: Key 'lamm' not in 'DatasetConfig'"),
+    ("method=eigenpro5", "In 'default': Could not find 'method/eigenpro5' (available: _test_alloc, "),
+    ("budget=cpu-2g", "In 'default': Could not find 'budget/cpu-2g' (available: "),
+    ("timeout_s=abc", "Error merging override timeout_s=abc: Value 'abc' of type 'str' could not be converted "
+                      "to Float"),
+    ("method=[", "no viable alternative at input '['"),
+])
+def test_hydra_composition_errors_are_one_line_config_errors(run_bench, tmp_path, override, message):
+    proc = run_bench([override], tmp_path, test_conf=True, timeout=300)
+    assert proc.returncode == 2, proc.stdout[-3000:]
+    lines = proc.stdout.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"config error: {message}"), lines
+    assert not (tmp_path / "multirun").exists()
+
+
 def test_an_unreachable_store_is_one_config_error_line(monkeypatch):
     import mlflow.store.db.utils as db_utils
 

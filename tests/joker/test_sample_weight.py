@@ -369,3 +369,11 @@ def test_bad_class_weight_is_a_clear_error(class_weight, sample_weight, err, mat
     sw = (y > 0).astype(float) if sample_weight == "one class" else None
     with pytest.raises(err, match=match):
         JokerClassifier(sigma=1.0, class_weight=class_weight).fit(X, y, sample_weight=sw)
+
+
+def test_the_one_weighted_class_is_named_plainly():
+    X = np.random.default_rng(0).standard_normal((40, 3))
+    y = np.where(X[:, 0] > 0, 1, -1)
+    with pytest.raises(ValueError) as info:
+        JokerClassifier(sigma=1.0).fit(X, y, sample_weight=(y > 0).astype(float))
+    assert str(info.value).endswith("leave only class 1")  # not np.int64(1)

@@ -146,3 +146,11 @@ def test_bad_input_is_a_one_line_error():
         SODMClassifier(n_jobs=0).fit(X, y)
     with pytest.raises(ValueError, match="n_parts"):
         stratified_split(np.zeros(5), np.ones(5), 6)
+
+
+@pytest.mark.parametrize("wrong", [lambda X: X[:, :2], lambda X: X[:, :2].tolist()])
+def test_predict_on_the_wrong_width_names_sodm(wrong):
+    X, y = _binary(n=200, d=3)
+    model = SODMClassifier(levels=1, n_landmarks=5, n_jobs=1).fit(X, y)
+    with pytest.raises(ValueError, match="^X has 2 features, but SODMClassifier is expecting 3 features as input.$"):
+        model.predict(wrong(X))
