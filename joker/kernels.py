@@ -21,12 +21,11 @@ import numpy as np
 import torch
 
 from .bandwidth import median_sigma  # noqa: F401  (public here since the first release)
+from .kernel_names import KERNELS
 from .sparse import SparseRows, sq_norms
 
 __all__ = ["KERNELS", "sq_dists", "kernel_block", "kernel_matmul", "gaussian_factors", "median_sigma",
            "check_kernel"]
-
-KERNELS = ("gaussian", "laplacian")
 
 
 def check_kernel(kernel, sigma):

@@ -380,10 +380,10 @@ def _trial_dataset(ds: dict[str, Any], scale: str) -> TrialDataset:
 def _trial_method(m: dict[str, Any], setting: dict[str, Any], task: str) -> TrialMethod:
     """The method part: the merged setting, the loss defaulting to ``losses[task]``.
 
-    The kernel names are the solver's (``joker.kernels.KERNELS``; importing
-    it loads torch, hence the import here and not at module level).
+    The kernel names are the solver's (:data:`joker.kernel_names.KERNELS`, a
+    module without torch: the config check of every job reads them).
     """
-    from joker.kernels import KERNELS
+    from joker.kernel_names import KERNELS
 
     if setting["kernel"] not in KERNELS:
         raise ConfigError(f"kernel must be one of {list(KERNELS)}, got {setting['kernel']!r}")
