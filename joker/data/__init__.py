@@ -5,6 +5,7 @@ Public API (docs/contracts.md)::
     from joker.data import load_dataset, list_datasets, get_spec
     ds = load_dataset("hepc", n_train=200000, n_test=50000)   # the anchors' subset
     ds.X_train, ds.y_train, ds.X_test, ds.y_test, ds.task, ds.source
+    ds = load_file("my.csv", target="price")    # your own file (joker.data.files)
 
 Environment variables: ``JOKER_DATA_HOME`` (cache, default
 ``~/.cache/joker-bench``), ``JOKER_DATA_MIRROR`` (``os.pathsep``-separated
@@ -22,11 +23,12 @@ from .errors import (ChecksumError, DataError, DownloadError, ParseError,
 from .registry import DatasetSpec, get_spec, list_datasets
 
 __all__ = [
-    "load_dataset", "list_datasets", "get_spec", "prepare", "Dataset", "DatasetSpec",
+    "load_dataset", "load_file", "file_info", "list_datasets", "get_spec", "prepare", "Dataset", "DatasetSpec",
     "DataError", "UnknownDatasetError", "ParseError", "ChecksumError", "DownloadError",
 ]
 
-_LAZY = {"load_dataset": "loader", "prepare": "loader", "Dataset": "loader"}
+_LAZY = {"load_dataset": "loader", "prepare": "loader", "Dataset": "loader", "load_file": "files",
+         "file_info": "files"}
 
 
 def __getattr__(name):

@@ -39,7 +39,8 @@ def test_bad_numbers_are_one_line_config_errors_and_leave_no_folder(run_bench, t
     assert not (tmp_path / "mlflow.db").exists()  # nothing ran, nothing was recorded
 
 
-DATASET_KEYS = "lam, loader, methods, n_test, n_train, name, primary_metric, sigma, sizes, subset, task"
+DATASET_KEYS = ("format, lam, loader, methods, n_test, n_train, name, path, primary_metric, sigma, sizes, subset, "
+                "target, task, test_fraction, test_path")
 
 
 @pytest.mark.parametrize("override, message", [

@@ -78,19 +78,39 @@ class DatasetConfig:
     loader : str or None
         ``"module:function"`` or ``"path/to/file.py:function"`` replacing
         ``joker.data.load_dataset`` (tests only).
+    path, test_path : str or None
+        ``dataset=file`` only (``conf/dataset/file.yaml``): the user's data
+        file and an optional test file (:mod:`joker.data.files`); relative
+        paths are from the directory the command runs in.
+    format : str or None
+        ``dataset=file``: ``libsvm``, ``csv``, ``npz`` or ``parquet``;
+        ``None`` reads it from the file name.
+    target : str or None
+        ``dataset=file``: the target column (CSV, Parquet) or array (npz).
+    test_fraction : float
+        ``dataset=file`` without ``test_path``: share of the rows tested.
+
+    ``task`` and ``primary_metric`` may be ``None`` for ``dataset=file``: the
+    task is then inferred from the target and the metric follows the task
+    (:data:`DEFAULT_METRICS`).
     """
 
     name: str = MISSING
-    task: Task = MISSING
+    task: Optional[Task] = MISSING
     n_train: Optional[int] = None
     n_test: Optional[int] = None
     subset: str = "random"
     sigma: Any = "median"
     lam: float = 1.0
-    primary_metric: str = MISSING
+    primary_metric: Optional[str] = MISSING
     sizes: Dict[str, Any] = field(default_factory=dict)
     methods: Dict[str, Any] = field(default_factory=dict)
     loader: Optional[str] = None
+    path: Optional[str] = None
+    test_path: Optional[str] = None
+    format: Optional[str] = None
+    target: Optional[str] = None
+    test_fraction: float = 0.2
 
 
 @dataclass
@@ -321,13 +341,20 @@ def check_known_keys(c: dict[str, Any]) -> None:
                               f"{', '.join(sorted(known))})")
 
 
-def _check_primary_metric(ds: dict[str, Any]) -> None:
+#: The metric a dataset whose ``primary_metric`` is null reports, per task (``dataset=file``).
+DEFAULT_METRICS = {"regression": "test_rmse", "binary": "test_accuracy", "multiclass": "test_accuracy"}
+
+#: The keys of ``conf/dataset/file.yaml`` that only a ``dataset=file`` may set.
+FILE_KEYS = ("path", "test_path", "format", "target")
+
+
+def _check_primary_metric(task: str, metric: str) -> None:
     """The dataset's ``primary_metric`` must be one its task's trials report (:data:`joker.bench.config.spec.TASK_METRICS`)."""
     from .spec import TASK_METRICS
 
-    metrics = TASK_METRICS.get(ds["task"], ())
-    if ds["primary_metric"] not in metrics:
-        raise ConfigError(f"dataset.primary_metric={ds['primary_metric']!r} is not a metric of a {ds['task']} "
+    metrics = TASK_METRICS.get(task, ())
+    if metric not in metrics:
+        raise ConfigError(f"dataset.primary_metric={metric!r} is not a metric of a {task} "
                           f"task; one of {', '.join(metrics)}")
 
 
@@ -372,9 +399,59 @@ def _trial_dataset(ds: dict[str, Any], scale: str) -> TrialDataset:
         raise ConfigError(f"dataset.sizes[{scale}] must be {{n_train, n_test}}, got {sizes!r}")
     n_train = ds.get("n_train") if ds.get("n_train") is not None else sizes.get("n_train")
     n_test = ds.get("n_test") if ds.get("n_test") is not None else sizes.get("n_test")
+    if ds["name"] == "file" and not ds.get("loader"):
+        return _file_dataset(ds, n_train, n_test)
+    given = [k for k in FILE_KEYS if ds.get(k) is not None]
+    if given:
+        raise ConfigError(f"dataset.{given[0]} applies to dataset=file only (your own data file), not to "
+                          f"dataset {ds['name']!r}")
+    if ds.get("task") is None:
+        raise ConfigError(f"dataset {ds['name']!r} needs a task (regression, binary or multiclass)")
+    metric = ds["primary_metric"] if ds.get("primary_metric") is not None else DEFAULT_METRICS[ds["task"]]
     return TrialDataset(name=ds["name"], task=ds["task"], n_train=n_train, n_test=n_test,
-                        subset=ds.get("subset", "random"), primary_metric=ds["primary_metric"],
+                        subset=ds.get("subset", "random"), primary_metric=metric,
                         loader=ds.get("loader"))
+
+
+def _file_dataset(ds: dict[str, Any], n_train: int | None, n_test: int | None) -> TrialDataset:
+    """The dataset part of ``dataset=file``: the file parsed once (cached), its task inferred unless given.
+
+    Parsing here, before any trial, builds the array cache the trials read
+    (what the sweep's prefetch does for a registry dataset) and turns a bad
+    file into a config error; :func:`joker.data.files.file_info` has the rules.
+    """
+    import math
+    from pathlib import Path
+
+    from joker.data.errors import DataError
+    from joker.data.files import file_info
+
+    path = ds.get("path")
+    if path in (None, "", MISSING):
+        raise ConfigError("dataset=file needs dataset.path=<your data file> (LIBSVM text, CSV, .npz or Parquet)")
+    test_path = ds.get("test_path") or None
+    fraction = ds.get("test_fraction", 0.2)
+    if test_path is None and not (isinstance(fraction, (int, float)) and math.isfinite(fraction)
+                                  and 0 < fraction < 1):
+        raise ConfigError(f"dataset.test_fraction must be in (0, 1), got {fraction!r}")
+    try:
+        info = file_info(path, test_path=test_path, format=ds.get("format"), target=ds.get("target"),
+                         task=ds.get("task"))
+    except DataError as exc:
+        raise ConfigError(str(exc)) from None
+    rows = info.n_rows
+    avail_train = rows["train"] if test_path else rows["all"]
+    if n_train is not None and n_train > avail_train:
+        raise ConfigError(f"dataset.n_train={n_train} but {Path(info.path).name} has {avail_train} rows")
+    avail_test = rows["test"] if test_path else rows["all"] - (n_train or 0)
+    if n_test is not None and n_test > avail_test:
+        raise ConfigError(f"dataset.n_test={n_test} but only {avail_test} test rows are available")
+    metric = ds["primary_metric"] if ds.get("primary_metric") is not None else DEFAULT_METRICS[info.task]
+    file = {"path": info.path, "test_path": info.test_path, "format": info.format, "target": info.target,
+            "task": ds.get("task"), "test_fraction": None if test_path else float(fraction),
+            "sha256": list(info.sha256)}
+    return TrialDataset(name=info.name, task=info.task, n_train=n_train, n_test=n_test,
+                        subset=ds.get("subset", "random"), primary_metric=metric, file=file)
 
 
 def _trial_method(m: dict[str, Any], setting: dict[str, Any], task: str) -> TrialMethod:
@@ -417,7 +494,8 @@ def resolve_trial(cfg: Any) -> TrialSpec:
     c = _plain(cfg)
     check_known_keys(c)
     ds, b = c["dataset"], c["budget"]
-    _check_primary_metric(ds)
+    tds = _trial_dataset(ds, c["scale"])
+    _check_primary_metric(tds.task, tds.primary_metric)
     setting = _method_setting(c)
     base_seed, rep = int(c["seed"]), int(c["repetition"])
     if int(c.get("repetitions", 1)) < 1:
@@ -433,10 +511,10 @@ def resolve_trial(cfg: Any) -> TrialSpec:
                           f"budget {b['name']!r} has a host limit only")
     return TrialSpec(
         sweep=c["sweep"], scale=c["scale"], repetition=rep, base_seed=base_seed,
-        seed=derive_seed(base_seed, ds["name"], c["method"]["name"], rep),
+        seed=derive_seed(base_seed, tds.name, c["method"]["name"], rep),
         data_seed=data_seed(base_seed, rep), threads=int(c["threads"]), device=device,
         timeout_s=float(setting["timeout_s"]), lam=setting["lam"], sigma=parse_sigma(ds.get("sigma", "median")),
-        dataset=_trial_dataset(ds, c["scale"]), method=_trial_method(c["method"], setting, ds["task"]),
+        dataset=tds, method=_trial_method(c["method"], setting, tds.task),
         budget=TrialBudget.from_mib(b["name"], b.get("host_mib"), b.get("gpu_mib"), b.get("kill_factor")),
     )
 

@@ -116,6 +116,13 @@ class TrialDataset:
     loader : str or None
         ``"module:function"`` or ``"path.py:function"`` replacing
         ``joker.data.load_dataset`` (tests only).
+    file : dict or None
+        ``dataset=file`` only: ``path``, ``test_path`` (absolute), ``format``,
+        ``target``, ``task`` (as given; None: inferred), ``test_fraction``
+        and the files' ``sha256`` (so an edited file is another trial);
+        ``name`` is then ``file:<file name>`` and the trial loads it with
+        :func:`joker.data.files.load_file`. Left out of :meth:`TrialSpec.to_dict`
+        when None, so registry trials hash as before.
     """
 
     name: str
@@ -125,6 +132,7 @@ class TrialDataset:
     subset: str
     primary_metric: str
     loader: str | None = None
+    file: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         _check(self.task in TASKS, f"dataset.task must be one of {TASKS}, got {self.task!r}")
@@ -283,6 +291,8 @@ class TrialSpec:
         """Plain JSON-ready form (device as its string); the inverse of :meth:`from_dict`."""
         out = dataclasses.asdict(self)
         out["device"] = str(self.device)
+        if out["dataset"].get("file") is None:  # registry datasets: the plain form (and hash) of before
+            out["dataset"].pop("file", None)
         return out
 
     def to_json(self) -> str:

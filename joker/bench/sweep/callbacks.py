@@ -98,10 +98,31 @@ def check_config(config: DictConfig) -> None:
     from ..records.tracking import resolve_uri
 
     try:
-        resolve_trial(config)
+        if not _path_swept(config):
+            resolve_trial(config)
         check_tracking_uri(resolve_uri(config.mlflow.tracking_uri))
     except ConfigError as exc:
         raise SystemExit(config_error(exc)) from None
+
+
+def _path_swept(config: DictConfig) -> bool:
+    """Whether a multirun sweeps ``dataset.path`` (``dataset=file``): the shared config then has no path to check.
+
+    Hydra composes the multirun's shared config without its sweep overrides,
+    so ``dataset.path=a.csv,b.csv`` leaves the path missing (or null) there; each job
+    resolves (and parses) its own file instead.
+    """
+    from omegaconf import OmegaConf
+
+    try:
+        if config.dataset.get("name") != "file" or not (OmegaConf.is_missing(config.dataset, "path")
+                                                        or config.dataset.get("path") is None):
+            return False
+        params = config.hydra.sweeper.get("params") or {} if "sweeper" in config.hydra else {}
+        return "dataset.path" in params or any(
+            t.split("=", 1)[0].lstrip("+~") == "dataset.path" for t in config.hydra.overrides.task)
+    except Exception:  # not a multirun config (no hydra node): check as usual
+        return False
 
 
 def config_error(exc: Exception) -> int:

@@ -53,14 +53,18 @@ def sweep_datasets(config: Any) -> list[str]:
 
 
 def _registry_name(option: str) -> str | None:
-    """The ``joker.data`` name of a dataset option, or None (test loader, or no such file here)."""
+    """The ``joker.data`` name of a dataset option, or None (test loader, ``dataset=file``, or no such file here).
+
+    ``dataset=file`` needs no prefetch: the config check parses the user's
+    file into the cache before the sweep (:func:`joker.bench.config.schema.resolve_trial`).
+    """
     from omegaconf import OmegaConf
 
     path = conf_dir() / "dataset" / f"{option}.yaml"
     if not path.is_file():
         return None
     node = OmegaConf.load(path)
-    if node.get("loader"):
+    if node.get("loader") or node.get("name") == "file":
         return None
     return str(node.get("name") or option)
 

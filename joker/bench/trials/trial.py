@@ -150,11 +150,29 @@ def _adapter_class(spec: TrialSpec) -> type[Adapter]:
 
 def _load_data(spec: TrialSpec) -> Any:
     ds = spec.dataset
+    if ds.file is not None and not ds.loader:
+        return _load_file(spec)
     loader = load_object(ds.loader) if ds.loader else None
     if loader is None:
         from joker.data import load_dataset as loader
     return loader(ds.name, n_train=ds.n_train, n_test=ds.n_test, subset=ds.subset,
                   seed=spec.data_seed, dtype=spec.method.dtype)
+
+
+def _load_file(spec: TrialSpec) -> Any:
+    """A ``dataset=file`` trial's data (:func:`joker.data.files.load_file`), checked to be the file the spec hashed."""
+    from joker.data.files import DEFAULT_TEST_FRACTION, load_file
+
+    ds, f = spec.dataset, spec.dataset.file
+    data = load_file(f["path"], n_train=ds.n_train, n_test=ds.n_test, subset=ds.subset, seed=spec.data_seed,
+                     dtype=spec.method.dtype, test_path=f.get("test_path"), format=f.get("format"),
+                     target=f.get("target"), task=f.get("task"),
+                     test_fraction=f.get("test_fraction") or DEFAULT_TEST_FRACTION)
+    now = [s["sha256"] for s in data.meta["sources"]]
+    if f.get("sha256") and now != list(f["sha256"]):
+        raise ValueError(f"{f['path']}: the file changed after the sweep started (sha256 {now[0][:12]}..., "
+                         f"the sweep's {f['sha256'][0][:12]}...); run the sweep again")
+    return data
 
 
 def warmup_rows(y: np.ndarray, task: str, m: int = WARMUP_ROWS) -> np.ndarray:
