@@ -279,6 +279,11 @@ def run_job(cfg: Any, progress: bool | None = None) -> dict[str, Any]:
     if ctx["multirun"]:
         label = f"#{ctx['job_num'] + 1}/{total or '?'} {label}"
 
+    if cfg.tune:  # search on a validation split, select, refit (joker/bench/sweep/tuned.py)
+        from .tuned import run_cell
+
+        return _finish(ctx, run_cell(cfg, spec, store, state, ctx, label, progress), state)
+
     retry_failed = False
     if not cfg.rerun:
         found = store.find_finished(chash)
@@ -318,9 +323,16 @@ def _finish(ctx: dict[str, Any], s: dict[str, Any], state: dict[str, Any] | None
 def _record(
     store: Store, parent: str | None, spec: TrialSpec, chash: str, out: Outcome,
     verdict: dict[str, str], workdir: Path, span_ms: tuple[int, int], supersede: bool,
+    extra_tags: dict[str, Any] | None = None, extra_metrics: dict[str, float] | None = None,
 ) -> dict[str, Any]:
-    """Write one trial's MLflow child run and its artifacts; return the trial summary."""
+    """Write one trial's MLflow child run and its artifacts; return the trial summary.
+
+    ``extra_tags`` / ``extra_metrics`` (a tuned cell's ``tuning`` tags and
+    ``tuning_seconds``) are added to the record.
+    """
     record = build_record(spec, chash, out, verdict)
+    record["tags"].update(extra_tags or {})
+    record["metrics"].update(extra_metrics or {})
     art = _stage_artifacts(workdir, spec, record, out, verdict)
     run_id = store.log_trial(
         run_name=run_name(spec),

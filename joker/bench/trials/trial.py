@@ -376,6 +376,10 @@ def run(spec: TrialSpec, progress: Progress, res: dict[str, Any]) -> dict[str, A
     """
     res["thread_info"] = limit_threads(spec.threads)
     try:
+        if spec.tuning and spec.tuning.get("stage") == "search":  # a tuned cell's search (trials/tuning.py)
+            from .tuning import run_search
+
+            return run_search(spec, progress, res)
         progress("import")
         cls = _check_runnable(spec)
         progress("load")
@@ -406,6 +410,10 @@ def _prepare(spec: TrialSpec, cls: type[Adapter], ds: Any, res: dict[str, Any]) 
         sigma, res["sigma_cached"] = median_sigma_cached(ds.X_train)
     else:
         sigma = float(spec.sigma)
+    factor = float((spec.tuning or {}).get("sigma_factor", 1.0))  # a tuned final fit: the chosen factor
+    if factor != 1.0:
+        res["sigma_base"] = sigma
+        sigma *= factor
     res["sigma_value"] = sigma
     kwargs = _adapter_kwargs(spec, sigma)
     if spec.device.is_cuda:
