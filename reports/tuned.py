@@ -85,7 +85,11 @@ def summary(final: pd.DataFrame, search: pd.DataFrame) -> pd.DataFrame:
             f"untuned {vname}": (_num(untuned[vname].iloc[0]) * scale
                                  if len(untuned) and vname in untuned else math.nan),
         })
-    return pd.DataFrame(rows)
+    frame = pd.DataFrame(rows)
+    for col in frame.columns:
+        if frame[col].dtype.kind == "f":
+            frame[col] = [f"{v:.4g}" if isinstance(v, float) and math.isfinite(v) else "-" for v in frame[col]]
+    return frame
 
 
 def fig_val_vs_lam(search: pd.DataFrame, order=None):
