@@ -177,3 +177,27 @@ def test_blocks_after_a_slow_epoch_get_more_newton_iterations(refs):
 def test_count_block_steps_needs_a_block_step():
     with pytest.raises(ValueError, match="no block step"):
         count_block_steps(lambda: None)
+
+
+
+def test_a_radius_shrunk_to_zero_leaves_the_iterate_finite(refs, monkeypatch):
+    # The radius shrinks on every visit with no predicted decrease (the CG rule too) and can reach 0 (seen
+    # after ~200 epochs at lam 1e-3): the cut of the zero-step candidate, 0 / 0, must not make the step NaN
+    # (it crashed the logistic's BCE). Here every radius starts at 0: nothing moves, nothing breaks.
+    from joker import direct_step
+
+    init = direct_step.DirectStep.__init__
+
+    def zero_radius(self, run):
+        init(self, run)
+        self.radius.zero_()
+
+    monkeypatch.setattr(direct_step.DirectStep, "__init__", zero_radius)
+    X, y = refs.classification_data(n=300, d=5, seed=6)
+    est = JokerClassifier(loss="logistic", n_components=64, sigma=1.5, lam=0.5, block_size=64, tol=1e-8,
+                          max_epochs=2, random_state=0, dtype="float64", solver_options={"inner": "direct"})
+    with pytest.warns(Warning):  # not converged
+        est.fit(X, y)
+    alpha = np.asarray(est.dual_alpha_)
+    assert np.all(np.isfinite(alpha)) and np.isfinite(est.dual_gap_)
+    assert est.solver_stats_["accepted"] == 0
