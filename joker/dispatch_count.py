@@ -249,8 +249,8 @@ def main(argv=None):
             if inner == "direct":
                 ok = c.max_ops <= ISSUE_TARGETS[loss] and c.max_syncs == 0
                 target = f"<= {ISSUE_TARGETS[loss]} ops, 0 syncs: {'met' if ok else 'MISSED'}"
-            print(f"[block step] {loss:13s}  {label:18s}  {c.ops:7.1f} ({c.max_ops:4d})  {c.syncs:5.1f} ({c.max_syncs:3d})"
-                  f"  {target}", flush=True)
+            print(f"[block step] {loss:13s}  {label:18s}  {c.ops:7.1f} ({c.max_ops:4d})  "
+                  f"{c.syncs:5.1f} ({c.max_syncs:3d})  {target}", flush=True)
     return 0
 
 
