@@ -30,6 +30,7 @@ import time
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 import torch
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
@@ -302,7 +303,14 @@ class SODMClassifier(BinaryClassifierMixin, BaseEstimator):
             Before ``fit``.
         """
         check_is_fitted(self, "model_")
-        shape = tuple(X.shape) if hasattr(X, "shape") else np.shape(X)  # the inner model checks the rest
+        # the width named for this estimator, not the inner one; other inputs (array-likes that
+        # only convert with np.asarray) are left to the inner model's own checks
+        if isinstance(X, np.ndarray) or torch.is_tensor(X) or sp.issparse(X):
+            shape = tuple(X.shape)
+        elif isinstance(X, (list, tuple)):
+            shape = np.shape(X)
+        else:
+            shape = ()
         n_features = shape[1] if len(shape) == 2 else None
         if n_features is not None and n_features != self.n_features_in_:  # named for this estimator, not the inner one
             raise ValueError(f"X has {n_features} features, but {type(self).__name__} is expecting "
