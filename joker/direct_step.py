@@ -393,7 +393,8 @@ class DirectStep:
             y, ly, dlo, dhi = torch.addcmul(S, self.coef, a).unbind(0)
             pr = ly * a
             p = torch.clamp(pr, 0.0, 1.0)
-            B0 = torch.nn.functional.binary_cross_entropy(p, p, reduction="sum")
+            # per row, not summed: rho takes B1 - B0 row by row (below)
+            B0 = torch.nn.functional.binary_cross_entropy(p, p, reduction="none")
             dh = y * torch.logit(p)
             rec = torch.addcmul(p, p, p, value=-1.0).reciprocal_()  # h'' / lam
             g = plus(dh)
@@ -448,10 +449,12 @@ class DirectStep:
             if self.logistic:
                 # (a NaN step, from a NaN state, is rejected: rho is NaN; BCE itself refuses p outside [0, 1])
                 p1 = torch.clamp(torch.addcmul(pr, ly, d, value=-1.0), 0.0, 1.0).nan_to_num_(0.5)
-                B1 = torch.nn.functional.binary_cross_entropy(p1, p1, reduction="sum")
+                B1 = torch.nn.functional.binary_cross_entropy(p1, p1, reduction="none")
                 c = torch.addcmul(dh, rec, d, value=-0.5 * self.lam)  # h' - h'' d / 2
-                # lam (fall - best) = B1 - B0 - lam d.c
-                err = torch.sub(B1 - B0, (d * c).sum(), alpha=self.lam)
+                # lam (fall - best) = sum_i [B1_i - B0_i - lam d_i c_i], the differences taken row by row:
+                # B1_i - B0_i of close values is exact in float32 (Sterbenz), a difference of the two block
+                # sums (each ~0.7 b) lost ~1e-5 and stalled float32 fits near the optimum (rho garbage)
+                err = torch.sub(B1 - B0, d * c, alpha=self.lam).sum()
                 rho = torch.addcdiv(self._one, err, best, value=1.0 / self.lam)
             else:
                 c = torch.addcmul(dh, q, d, value=-0.5)
