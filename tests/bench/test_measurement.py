@@ -120,3 +120,16 @@ def test_a_trial_beside_a_cpu_hog_is_flagged_contended(run_bench, tmp_path):
     if _others_busy() > 0.3 or run.data.metrics.get("fit_others_cores", 0.0) > 0.3:
         pytest.skip("the machine became busy during the 'alone' trial")
     assert run.data.tags["contended"] == "0", run.data.tags["contended_reason"]
+
+
+def test_a_plain_run_builds_the_cache_before_its_trial(run_bench, tmp_path):
+    """A single trial on an empty data home measures like a sweep's: the arrays come from the cache built first."""
+    import json
+
+    proc = run_bench(["dataset=higgs-head", "method=libsvm", "budget=cpu-1g"], tmp_path / "store",
+                     env={"JOKER_DATA_HOME": str(tmp_path / "data_home")})
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    result = json.loads((tmp_path / "store" / "multirun" / "trial" / "result.json").read_text())
+    assert result["status"] == "ok"
+    assert result["data_source"]["arrays"] == "cache"  # "parsed": the trial parsed the files itself
+    assert (tmp_path / "data_home" / "arrays" / "higgs-head").is_dir()
