@@ -47,7 +47,8 @@ baselines ran), ``--verbose`` (the solver's per-epoch lines, live),
 ``--json PATH`` to keep the raw results, ``--official-max-blocks`` (the
 official code's block budget for reaching a gap of 1e-3, default 2,000),
 ``--counts`` / ``--no-counts`` (the aten operations and host syncs per block
-step of each loss and inner solver, ``python -m joker.dispatch_count``; on by
+step of the default inner solver and of ``inner="direct"`` per loss, with issue 25's
+targets, ``python -m joker.dispatch_count``; on by
 default without ``--only``).
 """
 

@@ -14,8 +14,8 @@ proxy of its cost on a GPU (issue 25).
 (``_Run.block_step``: everything repeated per block between two certificate
 checks) and, separately, over the whole solve (certificates included), as
 the issue's table did. ``python -m joker.dispatch_count`` prints the counts
-of both inner solvers on :func:`fixed_problem` (the ``make bench-solver``
-lines).
+of the default inner solver and of the direct step on :func:`fixed_problem`
+(the ``make bench-solver`` table).
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ import warnings
 import numpy as np
 from torch.utils._python_dispatch import TorchDispatchMode
 
-__all__ = ["SYNC_OPS", "OpCounter", "BlockCounts", "count_block_steps", "fixed_problem", "count_fit", "main"]
+__all__ = ["SYNC_OPS", "ISSUE_TARGETS", "OpCounter", "BlockCounts", "count_block_steps", "fixed_problem",
+           "count_fit", "main"]
 
 SYNC_OPS = frozenset({"_local_scalar_dense", "equal", "is_nonzero", "nonzero", "masked_select", "item",
                       "_unique", "_unique2", "unique_dim", "unique_consecutive"})
@@ -222,15 +223,34 @@ def count_fit(loss, inner, n_components=2048, block_size=2048, n=4096, epochs=2,
         return count_block_steps(lambda: est.fit(X, y))
 
 
+ISSUE_TARGETS = {"squared": 40, "squared_hinge": 40, "logistic": 80}
+"""Issue 25's ceilings on the aten operations of one ``inner="direct"`` block step (and no host sync),
+random features M = 2,048, blocks of 2,048."""
+
+
 def main(argv=None):
-    """Print the counts per block step of each inner solver and loss (``python -m joker.dispatch_count``)."""
+    """Print the counts per block step of the default inner solver and of the direct step, per loss.
+
+    ``python -m joker.dispatch_count`` (a ``make bench-solver`` table):
+    ``inner="auto"`` (the default; CG with random features on a CPU) and
+    ``inner="direct"``, on :func:`fixed_problem` at the issue's setting,
+    with the issue's targets for the direct step.
+    """
     losses = ("squared", "squared_hinge", "logistic")
-    print("[block step] aten ops and host syncs per block step, RFF M=2048, blocks of 2048, 4,096 rows, float32, "
-          "2 epochs (joker.dispatch_count)", flush=True)
+    print("[block step] aten ops and host syncs per block step (mean, largest), RFF M=2048, blocks of 2048, "
+          "4,096 rows, float32, 2 epochs (joker.dispatch_count)", flush=True)
+    print(f"[block step] {'loss':13s}  {'inner':18s}  {'ops':>14s}  {'host syncs':>12s}  issue target", flush=True)
     for loss in losses:
-        for inner in ("direct", "cg"):
+        for inner in ("auto", "direct"):
             c = count_fit(loss, inner)
-            print(f"[block step] {loss:13s} inner={inner:6s}: {c.line()}", flush=True)
+            ran = "direct" if "direct_visits" in c.result.solver_stats_ else "cg"
+            label = inner if inner == ran else f"{inner} ({ran}, default)"
+            target = ""
+            if inner == "direct":
+                ok = c.max_ops <= ISSUE_TARGETS[loss] and c.max_syncs == 0
+                target = f"<= {ISSUE_TARGETS[loss]} ops, 0 syncs: {'met' if ok else 'MISSED'}"
+            print(f"[block step] {loss:13s}  {label:18s}  {c.ops:7.1f} ({c.max_ops:4d})  "
+                  f"{c.syncs:5.1f} ({c.max_syncs:3d})  {target}", flush=True)
     return 0
 
 

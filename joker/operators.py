@@ -54,6 +54,10 @@ class _ExactBlock:
         """K_BB + D (D: a b x b tensor or None; K_BB itself is shared: not to be modified)."""
         return self.K if D is None else self.K + D
 
+    def f_plus(self, u):
+        """(K alpha)_B + u (u: a tensor of shape (|B|, C))."""
+        return self.f + u
+
 
 class ExactKernelOperator:
     """Exact-kernel state for DBCD: the data and f = K alpha.
@@ -192,11 +196,30 @@ class ExactKernelOperator:
 
 
 class _RFFBlock:
+    """Block view of :class:`RFFOperator`: ``Psi`` = psi(X_B); ``f`` = Psi_B theta, formed at its first read.
+
+    ``f`` (or ``f_plus``) is read before the block's step is committed
+    (``commit_all`` updates theta in place); a caller that needs
+    (K alpha)_B + u only (the direct step) gets it from one fused product.
+    """
+
     def __init__(self, op, B):
         self.B = B
         self.Psi = op.features(op.X[B])
         self.PsiT = self.Psi.T  # one transposed view for every product of the block
-        self.f = self.Psi @ op.theta
+        self._theta = op.theta
+        self._f = None
+
+    @property
+    def f(self):
+        """Psi_B theta, shape (|B|, C)."""
+        if self._f is None:
+            self._f = self.Psi @ self._theta
+        return self._f
+
+    def f_plus(self, u):
+        """Psi_B theta + u (one ``addmm`` unless ``f`` was formed already)."""
+        return self._f + u if self._f is not None else torch.addmm(u, self.Psi, self._theta)
 
     def mv(self, P):
         return self.Psi @ (self.PsiT @ P)

@@ -186,8 +186,9 @@ class SolverOptions:
         "direct": a block step with no host sync (:mod:`joker.direct_step`;
         every device, every strongly convex loss, a ValueError for the hinge
         and SVR): one Cholesky factorisation of the block's Newton system per
-        Newton iteration, the step the best of the projected Newton arc and
-        the Cauchy point where there is a box, a kink or a trust region; one
+        Newton iteration, the step the best of the zero step, the projected
+        Newton arc and the projected Jacobi-scaled gradient path where there
+        is a box, a kink or a trust region; one
         iteration per visit, doubled by the budget rule up to
         ``max_tr_iter`` (``max_cg_iter``, ``cg_rtol`` and ``max_restarts``
         are CG's); its counters are read once per epoch.

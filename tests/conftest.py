@@ -67,13 +67,52 @@ def bench_env(store_dir: Path, extra: Optional[dict] = None) -> dict:
     return env
 
 
+_TEMPLATE_STORE: Optional[Path] = None
+
+
+def template_store() -> Path:
+    """A migrated, empty MLflow SQLite store (only the Default experiment), built once per test session.
+
+    Creating a store runs MLflow's schema migrations: about 4 s here, paid by
+    every test whose sweep opens a fresh ``tmp_path`` store. A copy of this
+    file is the same store (MLflow writes nothing path-specific into it but the
+    Default experiment's artifact folder, which the harness never uses).
+    """
+    global _TEMPLATE_STORE
+    if _TEMPLATE_STORE is None:
+        import tempfile
+
+        from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+
+        folder = Path(tempfile.mkdtemp(prefix="mlflow-template-"))
+        SqlAlchemyStore(f"sqlite:///{folder / 'mlflow.db'}", str(folder / "artifacts")).engine.dispose()
+        _TEMPLATE_STORE = folder / "mlflow.db"
+    return _TEMPLATE_STORE
+
+
+def seed_store(store_dir: Path) -> None:
+    """Put a copy of :func:`template_store` at ``<store_dir>/mlflow.db`` unless a store is there."""
+    import shutil
+
+    db = Path(store_dir) / "mlflow.db"
+    if not db.exists():
+        shutil.copyfile(template_store(), db)
+
+
 def run_bench_process(
     args: List[str], store_dir: Path, *, test_conf: bool = False, timeout: float = 600,
-    sweep_name: str = "multirun", env: Optional[dict] = None,
+    sweep_name: str = "multirun", env: Optional[dict] = None, fresh_store: bool = False,
 ) -> subprocess.CompletedProcess:
-    """Run one sweep to the end; return the completed process (text output)."""
+    """Run one sweep to the end; return the completed process (text output).
+
+    The store ``<store_dir>/mlflow.db`` starts as a copy of :func:`template_store`
+    unless it exists or ``fresh_store`` is true (tests of store creation and of
+    commands that must create nothing).
+    """
     store_dir = Path(store_dir)
     store_dir.mkdir(parents=True, exist_ok=True)
+    if not fresh_store:
+        seed_store(store_dir)
     return subprocess.run(
         bench_command(args, store_dir / sweep_name, test_conf=test_conf),
         cwd=str(REPO), env=bench_env(store_dir, env), stdin=subprocess.DEVNULL,

@@ -37,7 +37,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..bandwidth import resolve_sigma
 from ..binary import BinaryClassifierMixin
 from ..estimators import ConvergenceWarning, JokerClassifier
-from ..inputs import InputFrame, bandwidth_scale, binary_labels, validate_Xy
+from ..inputs import InputFrame, bandwidth_scale, binary_labels, validate_X, validate_Xy
 from ..solver import DEFAULTS
 from .parallel import dask_client, map_level
 from .partition import greedy_landmarks, nearest_landmark, stratified_split
@@ -302,9 +302,5 @@ class SODMClassifier(BinaryClassifierMixin, BaseEstimator):
             Before ``fit``.
         """
         check_is_fitted(self, "model_")
-        shape = tuple(X.shape) if hasattr(X, "shape") else np.shape(X)  # the inner model checks the rest
-        n_features = shape[1] if len(shape) == 2 else None
-        if n_features is not None and n_features != self.n_features_in_:  # named for this estimator, not the inner one
-            raise ValueError(f"X has {n_features} features, but {type(self).__name__} is expecting "
-                             f"{self.n_features_in_} features as input.")
+        X = validate_X(self, X, reset=False)  # the shared intake: errors name this estimator, not the inner one
         return self.model_.decision_function(X)

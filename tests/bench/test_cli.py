@@ -32,7 +32,7 @@ MIB = 2**20
     ("budget.gpu_mib=-1", "budget.gpu_mib must be positive or null, got -1"),
 ])
 def test_bad_numbers_are_one_line_config_errors_and_leave_no_folder(run_bench, tmp_path, override, message):
-    proc = run_bench([override], tmp_path)  # plain run: hydra.run.dir = tmp_path/multirun
+    proc = run_bench([override], tmp_path, fresh_store=True)  # plain run: hydra.run.dir = tmp_path/multirun
     assert proc.returncode == 2, proc.stdout[-3000:]
     assert proc.stdout.strip().splitlines() == [f"config error: {message}"]
     assert not (tmp_path / "multirun").exists()

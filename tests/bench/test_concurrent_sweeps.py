@@ -56,10 +56,8 @@ def _default_sweep_dir(root):
 
 
 def _fresh_store(tmp_path):
-    """Create the store once (MLflow's migrations) so that a test of folders does not race on it."""
-    from joker.bench.records.tracking import Store
-
-    Store.open(f"sqlite:///{tmp_path}/mlflow.db", EXPERIMENT)
+    """A migrated store in place (a copy of the session's template) so that a test of folders does not race on it."""
+    conftest.seed_store(tmp_path)
 
 
 @pytest.mark.parametrize("attempt", range(2))

@@ -29,7 +29,7 @@ register_configs()
 REPO = Path(__file__).resolve().parents[2]
 SHARED = Path(os.environ.get("JOKER_DATA_MIRROR", "").split(os.pathsep)[0] or REPO.parent / "shared" / "data")
 A9A, A9A_T = SHARED / "libsvm" / "a9a.bz2", SHARED / "libsvm" / "a9a.t.bz2"
-SIZES = ["dataset.n_train=2000", "dataset.n_test=2000"]
+SIZES = ["dataset.n_train=1000", "dataset.n_test=1000"]
 METRICS = ("test_accuracy", "test_f1", "test_auc", "n_train", "n_test", "n_features")
 
 
@@ -92,7 +92,7 @@ def test_the_config_check_parses_the_file_and_infers_the_task(tmp_path):
     spec = resolve_trial(_compose(["dataset=file", f"dataset.path={A9A}", f"dataset.test_path={A9A_T}", *SIZES]))
     d = spec.dataset
     assert (d.name, d.task, d.primary_metric, d.n_train, d.n_test) == ("file:a9a.bz2", "binary", "test_accuracy",
-                                                                      2000, 2000)
+                                                                      1000, 1000)
     assert d.file["path"] == str(A9A.resolve()) and d.file["format"] == "libsvm" and d.file["test_fraction"] is None
     assert d.file["sha256"][0] == "1dcb2b4aedea0b5a9e964192dd211675d16cf05ab6477ddd0702d87c1d1af8da"
     assert spec.method.loss == "squared_hinge"

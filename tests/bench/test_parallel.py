@@ -12,7 +12,7 @@ def test_joblib_four_jobs_fresh_sqlite_store(run_bench, tmp_path):
     proc = run_bench(
         ["--config-name", "failures", "hydra/launcher=joblib", "hydra.launcher.n_jobs=4",
          "method=_test_ok,_test_raise", "repetition=0,1,2,3"],
-        tmp_path, test_conf=True, timeout=360,
+        tmp_path, test_conf=True, timeout=360, fresh_store=True,
     )
     assert proc.returncode == 0, proc.stdout[-5000:]
     assert "database is locked" not in proc.stdout
