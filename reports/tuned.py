@@ -64,7 +64,8 @@ def summary(final: pd.DataFrame, search: pd.DataFrame) -> pd.DataFrame:
     pandas.DataFrame
         Columns dataset, method, budget, status, test metric (report unit),
         fit s, fit MiB, tuning s (the search's seconds, all its
-        configurations), configurations, sigma, sigma factor, lam,
+        configurations), configurations, sigma, sigma factor, lam, epsilon
+        (the SVR tube of a tuned epsilon-insensitive fit, else ``-``),
         validation metric of the chosen and of the untuned configuration.
     """
     rows = []
@@ -80,7 +81,7 @@ def summary(final: pd.DataFrame, search: pd.DataFrame) -> pd.DataFrame:
             "test metric": f.get("metric"), "fit s": f.get("fit_seconds"), "fit MiB": f.get("memory_mib"),
             "tuning s": f.get("tuning_seconds"), "configurations": len(part),
             "sigma": _num(f.get("params.sigma_value")), "sigma factor": _num(f.get("tuning.sigma_factor")),
-            "lam": _num(f.get("tuning.lam")),
+            "lam": _num(f.get("tuning.lam")), "epsilon": _num(f.get("params.epsilon_value")),
             f"chosen {vname}": chosen_val * scale,
             f"untuned {vname}": (_num(untuned[vname].iloc[0]) * scale
                                  if len(untuned) and vname in untuned else math.nan),

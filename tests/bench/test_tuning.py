@@ -163,3 +163,54 @@ def test_report_has_the_tuned_table_and_figure(tuned, tmp_path):
     assert "_test_tune_slow" in md and "| 4 " in md or "4 " in md
     assert any(f.name == "val_vs_lam" and f.png is not None for f in rep.figures)
     assert len(rep.runs) == 0  # no untuned trial in this experiment: the untuned tables stay empty
+
+
+def test_svr_tube_is_a_latin_square_over_the_same_16_cells():
+    from hydra import compose, initialize_config_dir
+
+    from joker.bench.config.paths import export_conf_env, sweeps_dir
+    from joker.bench.config.schema import register_configs, resolve_trial, resolve_tuning
+
+    export_conf_env()
+    register_configs()
+    with initialize_config_dir(config_dir=str(sweeps_dir()), version_base="1.3"):
+        for method in ("libsvm", "thundersvm"):
+            cfg = compose("table4", ["dataset=hepc", f"method={method}"])
+            spec = resolve_trial(cfg)
+            assert spec.method.loss == "epsilon_insensitive"
+            configs = resolve_tuning(cfg, spec)["configs"]
+            assert len(configs) == 16
+            eps = {(c["sigma_factor"], c["lam_factor"]): c["epsilon_factor"] for c in configs}
+            assert eps[(1.0, 1.0)] == 1.0  # the untuned setting is among the 16
+            for s in (0.5, 1.0, 2.0, 4.0):  # every factor once per sigma row and once per lam column
+                assert sorted(eps[(s, lf)] for lf in (0.01, 0.1, 1.0, 10.0)) == [0.1, 0.3, 1.0, 3.0]
+            for lf in (0.01, 0.1, 1.0, 10.0):
+                assert sorted(eps[(s, lf)] for s in (0.5, 1.0, 2.0, 4.0)) == [0.1, 0.3, 1.0, 3.0]
+        cfg = compose("table4", ["dataset=hepc", "method=joker-exact"])  # KRR has no tube: no third knob
+        assert all("epsilon_factor" not in c for c in resolve_tuning(cfg, resolve_trial(cfg))["configs"])
+
+
+def test_the_validation_split_seed_depends_on_neither_method_nor_dataset_name():
+    from joker.bench.config.seeds import validation_seed
+
+    assert validation_seed(0, 0) == validation_seed(0, 0) != validation_seed(0, 1) != validation_seed(1, 0)
+
+
+def test_epsilon_for_scales_the_method_option_or_its_default():
+    import dataclasses
+
+    from baselines.libsvm import LibSVMAdapter
+    from joker.bench.trials.trial import epsilon_for
+    from hydra import compose, initialize_config_dir
+
+    from joker.bench.config.paths import export_conf_env, sweeps_dir
+    from joker.bench.config.schema import register_configs, resolve_trial
+
+    export_conf_env()
+    register_configs()
+    with initialize_config_dir(config_dir=str(sweeps_dir()), version_base="1.3"):
+        spec = resolve_trial(compose("table4", ["dataset=hepc", "method=libsvm"]))
+    assert epsilon_for(spec, LibSVMAdapter, None) is None
+    assert epsilon_for(spec, LibSVMAdapter, 0.3) == pytest.approx(0.1 * 0.3)  # the adapter's default 0.1
+    own = dataclasses.replace(spec, method=dataclasses.replace(spec.method, options={"epsilon": 0.5}))
+    assert epsilon_for(own, LibSVMAdapter, 3.0) == pytest.approx(1.5)

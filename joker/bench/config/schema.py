@@ -33,7 +33,7 @@ from omegaconf import MISSING
 from baselines.base import TASKS
 from baselines.device import Device
 
-from .seeds import data_seed, derive_seed
+from .seeds import data_seed, derive_seed, validation_seed
 from .spec import DTYPES, ConfigError, TrialBudget, TrialDataset, TrialMethod, TrialSpec, parse_sigma
 
 
@@ -137,10 +137,19 @@ class TuningConfig:
     max_rows : int or None
         Training rows a search uses at most (fit + validation, a seeded
         subset; ``None``: all). The final fit always uses all training rows.
+    epsilon_factors : list of float
+        The SVR tube width as factors of the method's ``epsilon`` (the one
+        knob only the epsilon-insensitive loss has); must hold 1. It adds no
+        configuration: the factors are laid over the same sigma x lam grid
+        as a Latin square (:func:`resolve_tuning`), so an SVR method gets the
+        same number of configurations as every other method and sees every
+        epsilon factor with every sigma factor and every lam factor (when
+        the three lists have the same length).
     """
 
     sigma_factors: List[float] = field(default_factory=lambda: [0.5, 1.0, 2.0, 4.0])
     lam_factors: List[float] = field(default_factory=lambda: [0.01, 0.1, 1.0, 10.0])
+    epsilon_factors: List[float] = field(default_factory=lambda: [0.1, 0.3, 1.0, 3.0])
     val_fraction: float = 0.2
     max_rows: Optional[int] = None
 
@@ -575,7 +584,11 @@ def resolve_tuning(cfg: Any, spec: TrialSpec) -> Dict[str, Any]:
     -------
     dict
         ``configs`` (``[{"index", "sigma_factor", "lam_factor", "lam"}, ...]``,
-        sigma factors outer), ``val_fraction``, ``max_rows`` and ``val_seed``
+        sigma factors outer; for a method with the epsilon-insensitive loss
+        also ``"epsilon_factor"``, ``epsilon_factors[(e0 + (i - i0) + (j - j0))
+        mod E]`` for sigma index i and lam index j, where i0, j0, e0 are the
+        positions of the factor 1: a cyclic Latin square, the untuned
+        setting at the untuned cell), ``val_fraction``, ``max_rows`` and ``val_seed``
         (the same for every method of a dataset and repetition).
 
     Raises
@@ -593,7 +606,7 @@ def resolve_tuning(cfg: Any, spec: TrialSpec) -> Dict[str, Any]:
         raise ConfigError(f"dataset.tuning has unknown keys {unknown}; allowed: {sorted(known)}")
     t = {**(c.get("tuning") or {}), **own}
     grid = {}
-    for key in ("sigma_factors", "lam_factors"):
+    for key in ("sigma_factors", "lam_factors", "epsilon_factors"):
         values = [float(v) for v in t[key]]
         if not values or any(not (v > 0) for v in values):
             raise ConfigError(f"tuning.{key} must be positive numbers, got {t[key]!r}")
@@ -608,12 +621,17 @@ def resolve_tuning(cfg: Any, spec: TrialSpec) -> Dict[str, Any]:
     max_rows = t.get("max_rows")
     if max_rows is not None and int(max_rows) < 10:
         raise ConfigError(f"tuning.max_rows must be >= 10 or null, got {max_rows!r}")
-    configs = [{"index": i * len(grid["lam_factors"]) + j, "sigma_factor": sf, "lam_factor": lf,
-                "lam": spec.lam * lf}
-               for i, sf in enumerate(grid["sigma_factors"]) for j, lf in enumerate(grid["lam_factors"])]
+    sigmas, lams, epss = grid["sigma_factors"], grid["lam_factors"], grid["epsilon_factors"]
+    configs = [{"index": i * len(lams) + j, "sigma_factor": sf, "lam_factor": lf, "lam": spec.lam * lf}
+               for i, sf in enumerate(sigmas) for j, lf in enumerate(lams)]
+    if spec.method.loss == "epsilon_insensitive":  # SVR's tube: a Latin square over the same cells
+        i0, j0, e0 = sigmas.index(1.0), lams.index(1.0), epss.index(1.0)
+        for c in configs:
+            i, j = divmod(c["index"], len(lams))
+            c["epsilon_factor"] = epss[(e0 + (i - i0) + (j - j0)) % len(epss)]
     return {"configs": configs, "val_fraction": float(fraction),
             "max_rows": None if max_rows is None else int(max_rows),
-            "val_seed": derive_seed(spec.base_seed, spec.dataset.name, "validation", spec.repetition)}
+            "val_seed": validation_seed(spec.base_seed, spec.repetition)}
 
 
 def flatten(d: Dict[str, Any], prefix: str = "") -> Dict[str, Any]:

@@ -174,8 +174,9 @@ def build_record(spec: TrialSpec, chash: str, out: Outcome, verdict: dict[str, s
     plan = res.get("plan") or out.progress.get("plan") or {}  # killed trials: the plan progress.json kept
     params = flatten({k: v for k, v in spec.to_dict().items() if k != "sweep"})
     params.update({f"plan.{k}": v for k, v in flatten(plan).items()})
-    if res.get("sigma_value") is not None:
-        params["sigma_value"] = res["sigma_value"]
+    for key in ("sigma_value", "epsilon_value"):  # the bandwidth (and a tuned SVR's tube) actually used
+        if res.get(key) is not None:
+            params[key] = res[key]
     return {
         "params": params, "metrics": _measured_metrics(res, out, ran=did_run(verdict["status"], res)),
         "tags": _record_tags(spec, chash, res, verdict),

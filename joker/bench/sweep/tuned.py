@@ -68,7 +68,8 @@ def cell_specs(cfg: Any, spec: TrialSpec) -> dict[str, Any]:
     """
     plan = resolve_tuning(cfg, spec)
     common = {k: plan[k] for k in ("val_fraction", "max_rows", "val_seed")}
-    grid = [[c["sigma_factor"], c["lam_factor"]] for c in plan["configs"]]
+    grid = [[c["sigma_factor"], c["lam_factor"]] + ([c["epsilon_factor"]] if "epsilon_factor" in c else [])
+            for c in plan["configs"]]
     cell = dataclasses.replace(spec, tuning={"stage": "cell", **common, "grid": grid})
     configs = {c["index"]: dataclasses.replace(spec, lam=c["lam"], tuning={"stage": "search", **common, "config": c})
                for c in plan["configs"]}
@@ -221,7 +222,9 @@ def run_cell(cfg: Any, spec: TrialSpec, store: Any, state: dict[str, Any] | None
             _record(store, cell_run, specs["configs"][i], hashes[i], outcomes[i], verdicts[i], wd,
                     (start_ms, max(end_ms, start_ms)), supersede=True,
                     extra_tags={TUNING_TAG: "search", CELL_TAG: cell_hash, "tuning.index": i,
-                                "tuning.sigma_factor": conf["sigma_factor"], "tuning.lam": conf["lam"]})
+                                "tuning.sigma_factor": conf["sigma_factor"], "tuning.lam": conf["lam"],
+                                **({"tuning.epsilon_factor": conf["epsilon_factor"]} if "epsilon_factor" in conf
+                                   else {})})
             start_ms = end_ms
     rows = []
     for i in sorted(hashes):
@@ -235,12 +238,14 @@ def run_cell(cfg: Any, spec: TrialSpec, store: Any, state: dict[str, Any] | None
                                                if c["sigma_factor"] == 1.0 and c["lam_factor"] == 1.0)
     final = dataclasses.replace(spec, lam=conf["lam"], tuning={
         "stage": "final", **specs["common"], "sigma_factor": conf["sigma_factor"],
-        "lam_factor": conf["lam_factor"], "lam": conf["lam"], "n_configs": len(plan["configs"])})
+        "lam_factor": conf["lam_factor"], "lam": conf["lam"], "n_configs": len(plan["configs"]),
+        **({"epsilon_factor": conf["epsilon_factor"]} if "epsilon_factor" in conf else {})})
     fhash = config_hash(final)
     extra = {TUNING_TAG: "final", CELL_TAG: cell_hash, "tuning.sigma_factor": conf["sigma_factor"],
              "tuning.lam": conf["lam"], "tuning.n_configs": len(plan["configs"]),
              "tuning.chosen_run": choice["run_id"] if choice else "",
-             "tuning.val_metric": metric}
+             "tuning.val_metric": metric,
+             **({"tuning.epsilon_factor": conf["epsilon_factor"]} if "epsilon_factor" in conf else {})}
     found = _finished(store, fhash, bool(cfg.rerun))
     if found is not None:
         t = found.data.tags
@@ -275,9 +280,11 @@ def run_cell(cfg: Any, spec: TrialSpec, store: Any, state: dict[str, Any] | None
     try:
         store.client.set_tag(cell_run, "tuning.sigma_factor", str(conf["sigma_factor"]))
         store.client.set_tag(cell_run, "tuning.lam", str(conf["lam"]))
+        if "epsilon_factor" in conf:
+            store.client.set_tag(cell_run, "tuning.epsilon_factor", str(conf["epsilon_factor"]))
         store.client.log_metric(cell_run, "tuning_seconds", tuning_s)
         store.end_run(cell_run, "FINISHED")
     except Exception:  # the cell's own run is a grouping: its records are already written
         pass
     return {**s, "tuning_seconds": tuning_s, "n_configs": len(rows), "sigma_factor": conf["sigma_factor"],
-            "lam": conf["lam"]}
+            "lam": conf["lam"], "epsilon_factor": conf.get("epsilon_factor")}

@@ -310,6 +310,32 @@ def _adapter_kwargs(spec: TrialSpec, sigma: float) -> dict[str, Any]:
                 seed=spec.seed, dtype=m.dtype, device=str(spec.device), n_threads=spec.threads, **m.options)
 
 
+def epsilon_for(spec: TrialSpec, cls: type[Adapter], factor: float | None) -> float | None:
+    """The SVR tube width of a tuned configuration: ``factor`` times the method's ``epsilon``.
+
+    Parameters
+    ----------
+    spec : TrialSpec
+    cls : type
+        The adapter class; its ``option_defaults["epsilon"]`` is the base
+        unless ``spec.method.options`` sets one.
+    factor : float or None
+        The configuration's ``epsilon_factor``; ``None`` (not an SVR cell):
+        nothing to change.
+
+    Returns
+    -------
+    float or None
+        The width in target units, or ``None`` when ``factor`` is ``None``.
+    """
+    if factor is None:
+        return None
+    base = {**getattr(cls, "option_defaults", {}), **spec.method.options}.get("epsilon")
+    if base is None:
+        raise ValueError(f"{spec.method.name} has no epsilon option to tune")
+    return float(base) * float(factor)
+
+
 def _warm_up(spec: TrialSpec, cls: type[Adapter], ds: Any, kwargs: dict[str, Any], res: dict[str, Any]) -> None:
     """An untimed fit and predict on a few rows (imports, JIT, allocator); a failure is only noted."""
     if not spec.method.warmup:
@@ -416,6 +442,9 @@ def _prepare(spec: TrialSpec, cls: type[Adapter], ds: Any, res: dict[str, Any]) 
         sigma *= factor
     res["sigma_value"] = sigma
     kwargs = _adapter_kwargs(spec, sigma)
+    eps = epsilon_for(spec, cls, (spec.tuning or {}).get("epsilon_factor"))  # a tuned SVR final fit
+    if eps is not None:
+        kwargs["epsilon"] = res["epsilon_value"] = eps
     if spec.device.is_cuda:
         _cuda_setup(spec, res["metrics"])
     _warm_up(spec, cls, ds, kwargs, res)

@@ -102,7 +102,7 @@ def run_search(spec: TrialSpec, progress: Any, res: dict[str, Any]) -> dict[str,
     ----------
     spec : TrialSpec
         ``spec.tuning`` is ``{"stage": "search", "val_fraction", "val_seed",
-        "max_rows", "configs": [{"index", "sigma_factor", "lam"}, ...]}``.
+        "max_rows", "configs": [{"index", "sigma_factor", "lam"[, "epsilon_factor"]}, ...]}``.
     progress : joker.bench.trials.trial.Progress
         Notes ``config`` (the index being fitted) with every phase, so that
         the parent knows which configuration to charge when it kills the process.
@@ -151,6 +151,9 @@ def run_search(spec: TrialSpec, progress: Any, res: dict[str, Any]) -> dict[str,
             one = dataclasses.replace(base, lam=float(conf["lam"]))
             out["sigma_value"] = sigma0 * float(conf["sigma_factor"])
             args = {**kwargs, "sigma": out["sigma_value"], "lam": one.lam}
+            eps = tr.epsilon_for(base, cls, conf.get("epsilon_factor"))
+            if eps is not None:
+                args["epsilon"] = out["epsilon_value"] = eps
             tr._fit_and_predict(one, cls(**args), view, progress, out)
         except tr._Failed as failed:
             out.update(status=failed.status, reason=failed.reason)
