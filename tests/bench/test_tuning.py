@@ -162,7 +162,8 @@ def test_report_has_the_tuned_table_and_figure(tuned, tmp_path):
     assert "Tuned Table 4: test metric" in md and "Tuned cells" in md
     assert "_test_tune_slow" in md and "| 4 " in md or "4 " in md
     assert any(f.name == "val_vs_lam" and f.png is not None for f in rep.figures)
-    assert len(rep.runs) == 0  # no untuned trial in this experiment: the untuned tables stay empty
+    # every cell also ran its untuned trial (tuning.untuned): the untuned tables are there, one row per method
+    assert sorted(rep.runs["method"]) == ["_test_tune", "_test_tune_slow"]
 
 
 def test_svr_tube_is_a_latin_square_over_the_same_16_cells():

@@ -145,11 +145,16 @@ class TuningConfig:
         same number of configurations as every other method and sees every
         epsilon factor with every sigma factor and every lam factor (when
         the three lists have the same length).
+    untuned : bool
+        Also run (or find: the same record as a plain sweep's) each cell's
+        ordinary trial at the dataset's own setting, so that the report
+        shows the untuned tables beside the tuned one.
     """
 
     sigma_factors: List[float] = field(default_factory=lambda: [0.5, 1.0, 2.0, 4.0])
     lam_factors: List[float] = field(default_factory=lambda: [0.01, 0.1, 1.0, 10.0])
     epsilon_factors: List[float] = field(default_factory=lambda: [0.1, 0.3, 1.0, 3.0])
+    untuned: bool = True
     val_fraction: float = 0.2
     max_rows: Optional[int] = None
 
