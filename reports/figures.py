@@ -268,7 +268,8 @@ def fig_time(runs: pd.DataFrame, order=None):
     ax.set_ylabel("training time (s)")
     ax.set_xlabel("dataset")
     ax.set_title("Training time per method (bars: median, dots: runs)")
-    sns.move_legend(ax, "upper left", bbox_to_anchor=(1, 1), frameon=False)
+    if ax.get_legend() is not None:  # none when every label is hidden (matplotlib hides names starting "_")
+        sns.move_legend(ax, "upper left", bbox_to_anchor=(1, 1), frameon=False)
     return fig, data
 
 

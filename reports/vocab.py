@@ -23,6 +23,7 @@ TAG_KEYS = (
     "git_dirty", "cpu_model", "n_cores", "gpu_name", "threads", "superseded_by",
     "scale", "device", "contended", "contended_reason", "skip_kind",
     "install_hint", "record_schema",
+    "tuning", "tuning_cell", "tuning.sigma_factor", "tuning.lam", "tuning.n_configs",
 )
 
 # Metrics (MiB, s, ratios) of the record.

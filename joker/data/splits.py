@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Split", "make_split", "permutation_sizes", "SUBSETS"]
+__all__ = ["Split", "make_split", "permutation_sizes", "validation_split", "SUBSETS"]
 
 SUBSETS = ("random", "head")
 
@@ -162,3 +162,59 @@ def make_split(spec, n_rows: dict, *, n_train=None, n_test=None, subset="random"
         info[f"n_{part}"] = n
         info[f"{part}_part"] = [lo, hi]
     return Split(roles[0], chosen["train"], roles[1], chosen["test"], info)
+
+
+def validation_split(y, task: str, fraction: float = 0.2, seed: int = 0, max_rows=None):
+    """Carve a validation part out of the training rows (the test rows never enter).
+
+    Parameters
+    ----------
+    y : array-like of shape (n,)
+        The training targets (labels for classification).
+    task : {"regression", "binary", "multiclass"}
+        Classification splits are stratified: each class gives
+        ``round(fraction * n_c)`` rows (at least 1 when it has 2 or more).
+    fraction : float
+        Share of the (used) training rows held out, in (0, 1); default 20 %.
+    seed : int
+        Seed of ``numpy.random.default_rng``: the same seed gives the same split.
+    max_rows : int, optional
+        Use at most this many training rows in all (fit + validation; a
+        seeded, stratified subset), so that a search on a large dataset stays
+        cheap; ``None``: all of them.
+
+    Returns
+    -------
+    fit, val : numpy.ndarray of int64, sorted
+        Disjoint positions into the training rows.
+
+    Raises
+    ------
+    ValueError
+        On a fraction outside (0, 1), fewer than 2 rows, or ``max_rows < 2``.
+    """
+    y = np.asarray(y)
+    n = len(y)
+    if not (isinstance(fraction, (int, float)) and 0 < fraction < 1):
+        raise ValueError(f"validation fraction must be in (0, 1), got {fraction!r}")
+    if n < 2:
+        raise ValueError(f"a validation split needs at least 2 training rows, got {n}")
+    if max_rows is not None and int(max_rows) < 2:
+        raise ValueError(f"max_rows must be >= 2, got {max_rows!r}")
+    rng = np.random.default_rng(seed)
+    keep = 1.0 if max_rows is None or int(max_rows) >= n else int(max_rows) / n
+    if task == "regression":
+        groups = [np.arange(n)]
+    else:
+        groups = [np.flatnonzero(y == c) for c in np.unique(y)]
+    fit, val = [], []
+    for rows in groups:
+        rows = rng.permutation(rows)
+        if keep < 1.0:
+            rows = rows[:max(1, int(round(keep * len(rows))))]
+        n_val = int(round(fraction * len(rows)))
+        if len(rows) >= 2:
+            n_val = min(max(n_val, 1), len(rows) - 1)
+        val.append(rows[:n_val])
+        fit.append(rows[n_val:])
+    return (np.sort(np.concatenate(fit)).astype(np.int64), np.sort(np.concatenate(val)).astype(np.int64))

@@ -95,3 +95,34 @@ class MissingAdapter(FakeAdapter):
 
     name = "_test_missing"
     module = "fakelib"
+
+
+def load_tiny_permuted(name, n_train=None, n_test=None, subset="random", seed=0, dtype="float64"):
+    """:func:`load_tiny` with its test labels permuted (the training rows unchanged)."""
+    ds = load_tiny(name, n_train, n_test, subset, seed, dtype)
+    ds.y_test = np.random.default_rng(123).permutation(ds.y_test)
+    return ds
+
+
+class TuneAdapter(FakeAdapter):
+    """A method whose validation accuracy depends on lam only (best at lam = 0.1; tests of ``tune=true``).
+
+    Its decision adds ``|log10(lam / 0.1)|`` times the third feature to the
+    true rule; its fit sleeps ``0.4 * sigma`` s (so of two equal
+    configurations the smaller sigma is faster). ``fail_at`` ``[sigma, lam]``
+    raises there; ``hang_at`` sleeps 60 s there (a configuration timeout).
+    """
+
+    name = "_test_tune"
+    option_defaults = {**FakeAdapter.option_defaults, "fail_at": None, "hang_at": None}
+
+    def _at(self, where):
+        return where is not None and abs(self.sigma - where[0]) < 1e-9 and abs(self.lam - where[1]) < 1e-9
+
+    def _fit(self, X, target):
+        if self._at(self.options["fail_at"]):
+            raise RuntimeError("deliberate failure of one configuration")
+        time.sleep(60 if self._at(self.options["hang_at"]) else 0.4 * self.sigma)
+
+    def _decision(self, X):
+        return X[:, 0] + 0.5 * X[:, 1] + 3.0 * abs(np.log10(self.lam / 0.1)) * X[:, 2]

@@ -40,7 +40,7 @@ def test_bad_numbers_are_one_line_config_errors_and_leave_no_folder(run_bench, t
 
 
 DATASET_KEYS = ("format, lam, loader, methods, n_test, n_train, name, path, primary_metric, sigma, sizes, subset, "
-                "target, task, test_fraction, test_path")
+                "target, task, test_fraction, test_path, tuning")
 
 
 @pytest.mark.parametrize("override, message", [

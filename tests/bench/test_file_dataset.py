@@ -140,3 +140,52 @@ def test_an_unreadable_row_stops_the_command_with_its_line(run_bench, tmp_path):
     assert proc.stdout.strip().splitlines() == [f"config error: {p}, line 4: column 'b': 'x' is not a number "
                                                 "(encode text features as numbers first)"]
     assert not (tmp_path / "s" / "multirun").exists()
+
+
+@pytest.mark.slow
+def test_a_tuned_sweep_on_a9a_by_path_and_as_csv_chooses_what_the_registry_a9a_chooses(run_bench, tmp_path,
+                                                                                          a9a_csv):
+    # issue 24's own-data acceptance: the same 16 configurations searched on the same validation split
+    # (its seed depends on neither method nor dataset name) choose the same (sigma, lam) with the same
+    # validation and test metrics; LIBSVM exactly, joker-exact (seeded per name) at tol=1e-10
+    common = ["-m", "method=libsvm,joker-exact", "budget=cpu-1g", "tune=true", *SIZES,
+              "+settings.joker-exact.options.tol=1e-10"]
+    sweeps = {
+        "a9a": ["dataset=a9a"],
+        "file:a9a.bz2": ["dataset=file", f"dataset.path={A9A}", f"dataset.test_path={A9A_T}"],
+        "file:a9a.csv": ["dataset=file", f"dataset.path={a9a_csv[0]}", f"dataset.test_path={a9a_csv[1]}",
+                         "dataset.target=income"],
+    }
+    got = {}
+    for name, args in sweeps.items():
+        store = tmp_path / name.replace(":", "_")
+        proc = run_bench(common + args, store, timeout=900)
+        assert proc.returncode == 0, proc.stdout[-4000:]
+        from mlflow.tracking import MlflowClient
+
+        client = MlflowClient(tracking_uri=f"sqlite:///{store.resolve()}/mlflow.db")
+        runs = client.search_runs([client.get_experiment_by_name("default").experiment_id], max_results=5000)
+        finals = {r.data.tags["method"]: r for r in runs if r.data.tags.get("tuning") == "final"}
+        searched = {}
+        for r in runs:
+            if r.data.tags.get("tuning") == "search":
+                searched.setdefault(r.data.tags["method"], []).append(r)
+        assert set(finals) == {"libsvm", "joker-exact"} and all(len(v) == 16 for v in searched.values())
+        got[name] = (finals, searched)
+    for name in ("file:a9a.bz2", "file:a9a.csv"):
+        for method in ("libsvm", "joker-exact"):
+            ref, run = got["a9a"][0][method], got[name][0][method]
+            assert run.data.tags["status"] == ref.data.tags["status"] == "ok", run.data.tags.get("reason")
+            assert run.data.tags["dataset"] == name
+            for k in ("tuning.sigma_factor", "tuning.lam"):
+                assert run.data.tags[k] == ref.data.tags[k], (name, method, k)
+            assert float(run.data.params["sigma_value"]) == float(ref.data.params["sigma_value"])
+            tol = 1e-5 if method == "joker-exact" else 1e-12
+            for k in ("test_accuracy", "test_f1", "chosen_val_accuracy", "n_train", "n_test"):
+                assert run.data.metrics[k] == pytest.approx(ref.data.metrics[k], abs=tol), (name, method, k)
+            val = {(r.data.tags["tuning.sigma_factor"], r.data.tags["tuning.lam"]): r.data.metrics["val_accuracy"]
+                   for r in got[name][1][method]}
+            val_ref = {(r.data.tags["tuning.sigma_factor"], r.data.tags["tuning.lam"]):
+                       r.data.metrics["val_accuracy"] for r in got["a9a"][1][method]}
+            assert val.keys() == val_ref.keys()
+            assert all(val[k] == pytest.approx(val_ref[k], abs=tol) for k in val), (name, method)

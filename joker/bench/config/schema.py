@@ -24,16 +24,16 @@ OmegaConf reads these annotations to type-check the structured config.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import Enum
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 from omegaconf import MISSING
 
 from baselines.base import TASKS
 from baselines.device import Device
 
-from .seeds import data_seed, derive_seed
+from .seeds import data_seed, derive_seed, validation_seed
 from .spec import DTYPES, ConfigError, TrialBudget, TrialDataset, TrialMethod, TrialSpec, parse_sigma
 
 
@@ -111,6 +111,52 @@ class DatasetConfig:
     format: Optional[str] = None
     target: Optional[str] = None
     test_fraction: float = 0.2
+    tuning: Dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class TuningConfig:
+    """The search space and protocol of ``tune=true``, the same for every method.
+
+    A dataset may override any key in its own ``tuning:`` block
+    (``conf/dataset/<name>.yaml``); nothing here is per method.
+
+    Attributes
+    ----------
+    sigma_factors : list of float
+        Bandwidths as factors of the dataset's ``sigma`` (the median
+        heuristic unless the dataset gives a number); must hold 1.
+    lam_factors : list of float
+        A log grid of ``lam`` as factors of the dataset's (or the method's
+        merged) ``lam``; must hold 1. The grid is every pair, so every
+        method gets ``len(sigma_factors) * len(lam_factors)`` configurations
+        (16 by default), the untuned setting among them.
+    val_fraction : float
+        Share of the (used) training rows held out for validation, in (0, 1);
+        seeded and stratified for classification. The test rows never enter.
+    max_rows : int or None
+        Training rows a search uses at most (fit + validation, a seeded
+        subset; ``None``: all). The final fit always uses all training rows.
+    epsilon_factors : list of float
+        The SVR tube width as factors of the method's ``epsilon`` (the one
+        knob only the epsilon-insensitive loss has); must hold 1. It adds no
+        configuration: the factors are laid over the same sigma x lam grid
+        as a Latin square (:func:`resolve_tuning`), so an SVR method gets the
+        same number of configurations as every other method and sees every
+        epsilon factor with every sigma factor and every lam factor (when
+        the three lists have the same length).
+    untuned : bool
+        Also run (or find: the same record as a plain sweep's) each cell's
+        ordinary trial at the dataset's own setting, so that the report
+        shows the untuned tables beside the tuned one.
+    """
+
+    sigma_factors: List[float] = field(default_factory=lambda: [0.5, 1.0, 2.0, 4.0])
+    lam_factors: List[float] = field(default_factory=lambda: [0.01, 0.1, 1.0, 10.0])
+    epsilon_factors: List[float] = field(default_factory=lambda: [0.1, 0.3, 1.0, 3.0])
+    untuned: bool = True
+    val_fraction: float = 0.2
+    max_rows: Optional[int] = None
 
 
 @dataclass
@@ -210,6 +256,13 @@ class BenchConfig:
         3 at scale=paper in ``sweeps/table4.yaml``).
     rerun : bool
         Run trials again even when a finished run with their hash exists.
+    tune : bool
+        Tune each cell (method, dataset, budget, repetition) on a validation
+        split of its training rows over the grid :attr:`tuning`, then refit
+        the best configuration on all training rows and test it once
+        (:mod:`joker.bench.sweep.tuned`). ``False``: the dataset's one setting.
+    tuning : TuningConfig
+        The grid and protocol of ``tune=true``.
     threads : int
         Threads given to every method (OMP/MKL/OpenBLAS/torch).
     device : str
@@ -230,6 +283,8 @@ class BenchConfig:
     repetition: int = 0
     repetitions: int = 1
     rerun: bool = False
+    tune: bool = False
+    tuning: TuningConfig = field(default_factory=TuningConfig)
     threads: int = 2
     device: str = "cpu"
     timeout_s: float = 600.0
@@ -303,7 +358,7 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 
 #: The typed nodes of a composed config whose keys are fixed by the schema (``""`` = the root).
 _NODES = {"": BenchConfig, "dataset": DatasetConfig, "method": MethodConfig, "budget": BudgetConfig,
-          "mlflow": MlflowConfig}
+          "mlflow": MlflowConfig, "tuning": TuningConfig}
 
 
 def check_known_keys(c: dict[str, Any]) -> None:
@@ -517,6 +572,71 @@ def resolve_trial(cfg: Any) -> TrialSpec:
         dataset=tds, method=_trial_method(c["method"], setting, tds.task),
         budget=TrialBudget.from_mib(b["name"], b.get("host_mib"), b.get("gpu_mib"), b.get("kill_factor")),
     )
+
+
+def resolve_tuning(cfg: Any, spec: TrialSpec) -> Dict[str, Any]:
+    """The tuning plan of one cell: its grid of configurations and its validation split.
+
+    Parameters
+    ----------
+    cfg : omegaconf.DictConfig or dict
+        The composed job config (``tuning``, ``dataset.tuning``).
+    spec : TrialSpec
+        The cell's untuned trial (:func:`resolve_trial`); its ``lam`` is the
+        one the lam factors multiply.
+
+    Returns
+    -------
+    dict
+        ``configs`` (``[{"index", "sigma_factor", "lam_factor", "lam"}, ...]``,
+        sigma factors outer; for a method with the epsilon-insensitive loss
+        also ``"epsilon_factor"``, ``epsilon_factors[(e0 + (i - i0) + (j - j0))
+        mod E]`` for sigma index i and lam index j, where i0, j0, e0 are the
+        positions of the factor 1: a cyclic Latin square, the untuned
+        setting at the untuned cell), ``val_fraction``, ``max_rows`` and ``val_seed``
+        (the same for every method of a dataset and repetition).
+
+    Raises
+    ------
+    ConfigError
+        On an unknown key of ``dataset.tuning``, a factor <= 0, a grid
+        without the factor 1 (the untuned setting), a repeated factor or a
+        fraction outside (0, 1).
+    """
+    c = _plain(cfg)
+    known = {f.name for f in fields(TuningConfig)}
+    own = c["dataset"].get("tuning") or {}
+    unknown = sorted(set(own) - known)
+    if unknown:
+        raise ConfigError(f"dataset.tuning has unknown keys {unknown}; allowed: {sorted(known)}")
+    t = {**(c.get("tuning") or {}), **own}
+    grid = {}
+    for key in ("sigma_factors", "lam_factors", "epsilon_factors"):
+        values = [float(v) for v in t[key]]
+        if not values or any(not (v > 0) for v in values):
+            raise ConfigError(f"tuning.{key} must be positive numbers, got {t[key]!r}")
+        if 1.0 not in values:
+            raise ConfigError(f"tuning.{key} must hold 1 (the untuned setting is always searched), got {t[key]!r}")
+        if len(set(values)) != len(values):
+            raise ConfigError(f"tuning.{key} repeats a value: {t[key]!r}")
+        grid[key] = values
+    fraction = t.get("val_fraction", 0.2)
+    if not (isinstance(fraction, (int, float)) and 0 < fraction < 1):
+        raise ConfigError(f"tuning.val_fraction must be in (0, 1), got {fraction!r}")
+    max_rows = t.get("max_rows")
+    if max_rows is not None and int(max_rows) < 10:
+        raise ConfigError(f"tuning.max_rows must be >= 10 or null, got {max_rows!r}")
+    sigmas, lams, epss = grid["sigma_factors"], grid["lam_factors"], grid["epsilon_factors"]
+    configs = [{"index": i * len(lams) + j, "sigma_factor": sf, "lam_factor": lf, "lam": spec.lam * lf}
+               for i, sf in enumerate(sigmas) for j, lf in enumerate(lams)]
+    if spec.method.loss == "epsilon_insensitive":  # SVR's tube: a Latin square over the same cells
+        i0, j0, e0 = sigmas.index(1.0), lams.index(1.0), epss.index(1.0)
+        for c in configs:
+            i, j = divmod(c["index"], len(lams))
+            c["epsilon_factor"] = epss[(e0 + (i - i0) + (j - j0)) % len(epss)]
+    return {"configs": configs, "val_fraction": float(fraction),
+            "max_rows": None if max_rows is None else int(max_rows),
+            "val_seed": validation_seed(spec.base_seed, spec.repetition)}
 
 
 def flatten(d: Dict[str, Any], prefix: str = "") -> Dict[str, Any]:

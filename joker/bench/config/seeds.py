@@ -49,3 +49,23 @@ def data_seed(base_seed: int, repetition: int) -> int:
         registry's seed-0 split.
     """
     return int(base_seed) + int(repetition)
+
+
+def validation_seed(base_seed: int, repetition: int) -> int:
+    """Seed of a tuned cell's validation split: shared by every method and every name of the same rows.
+
+    Parameters
+    ----------
+    base_seed, repetition : int
+        Base seed of the sweep and repetition index.
+
+    Returns
+    -------
+    int
+        A seed in ``[0, 2**31 - 1)`` that depends on neither the method
+        (every method is searched on the same split: fairness) nor the
+        dataset's name, like :func:`data_seed`: the same rows under another
+        name (``dataset=file`` on a registry set's own files, recorded as
+        ``file:<name>``) get the same split, hence the same choices.
+    """
+    return derive_seed(base_seed, "", "validation", repetition)

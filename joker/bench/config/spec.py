@@ -36,8 +36,11 @@ TASK_METRICS = {
     "multiclass": ("test_accuracy", "test_f1", "test_auc"),
 }
 
-__all__ = ["ConfigError", "TASK_METRICS", "SPEC_DIGEST_KEY", "TrialBudget", "TrialDataset", "TrialMethod", "TrialSpec", "parse_sigma",
+__all__ = ["ConfigError", "TASK_METRICS", "TUNING_STAGES", "SPEC_DIGEST_KEY", "TrialBudget", "TrialDataset", "TrialMethod", "TrialSpec", "parse_sigma",
            "spec_digest"]
+
+#: The stages of a tuned cell a spec may run (:attr:`TrialSpec.tuning`); ``cell`` names the cell's own record.
+TUNING_STAGES = ("search", "final", "cell")
 
 #: Floating-point precisions a method may compute in (those the adapters know the size of).
 DTYPES = tuple(DTYPE_BYTES)
@@ -250,6 +253,16 @@ class TrialSpec:
     dataset : TrialDataset
     method : TrialMethod
     budget : TrialBudget
+    tuning : dict or None
+        ``None`` for an ordinary trial (left out of :meth:`to_dict`, so its
+        hash is that of before). A tuning search (``tune=true``):
+        ``{"stage": "search", "val_fraction", "val_seed", "max_rows",
+        "configs": [{"sigma_factor", "lam"}, ...]}``: the child fits each
+        configuration on the training rows less a validation part and scores
+        it on that part only (``val_*`` metrics; the test rows are never
+        scored). A final fit: ``{"stage": "final", "sigma_factor", "lam",
+        ...}`` (``lam`` is also the spec's): the ordinary trial at the chosen
+        setting, the bandwidth ``sigma_factor`` times the dataset's.
 
     Raises
     ------
@@ -271,8 +284,11 @@ class TrialSpec:
     dataset: TrialDataset
     method: TrialMethod
     budget: TrialBudget
+    tuning: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
+        _check(self.tuning is None or self.tuning.get("stage") in TUNING_STAGES,
+               f"tuning.stage must be one of {TUNING_STAGES}, got {self.tuning!r}")
         _check(isinstance(self.threads, int) and self.threads >= 1, f"threads must be >= 1, got {self.threads}")
         _check(isinstance(self.repetition, int) and self.repetition >= 0,
                f"repetition must be >= 0, got {self.repetition}")
@@ -293,6 +309,8 @@ class TrialSpec:
         out["device"] = str(self.device)
         if out["dataset"].get("file") is None:  # registry datasets: the plain form (and hash) of before
             out["dataset"].pop("file", None)
+        if out.get("tuning") is None:  # untuned trials: the plain form (and hash) of before
+            out.pop("tuning", None)
         return out
 
     def to_json(self) -> str:
@@ -311,7 +329,8 @@ class TrialSpec:
             On a malformed device string.
         """
         names = {f.name for f in dataclasses.fields(cls)}
-        _check(set(data) == names, f"a trial spec has the keys {sorted(names)}, got {sorted(data)}")
+        _check(names - {"tuning"} <= set(data) <= names,
+               f"a trial spec has the keys {sorted(names)}, got {sorted(data)}")
         return cls(**{**data, "device": Device.parse(data["device"]),
                       "dataset": TrialDataset(**data["dataset"]), "method": TrialMethod(**data["method"]),
                       "budget": TrialBudget(**data["budget"])})

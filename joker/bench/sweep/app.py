@@ -174,8 +174,9 @@ def build_record(spec: TrialSpec, chash: str, out: Outcome, verdict: dict[str, s
     plan = res.get("plan") or out.progress.get("plan") or {}  # killed trials: the plan progress.json kept
     params = flatten({k: v for k, v in spec.to_dict().items() if k != "sweep"})
     params.update({f"plan.{k}": v for k, v in flatten(plan).items()})
-    if res.get("sigma_value") is not None:
-        params["sigma_value"] = res["sigma_value"]
+    for key in ("sigma_value", "epsilon_value"):  # the bandwidth (and a tuned SVR's tube) actually used
+        if res.get(key) is not None:
+            params[key] = res[key]
     return {
         "params": params, "metrics": _measured_metrics(res, out, ran=did_run(verdict["status"], res)),
         "tags": _record_tags(spec, chash, res, verdict),
@@ -279,29 +280,40 @@ def run_job(cfg: Any, progress: bool | None = None) -> dict[str, Any]:
     if ctx["multirun"]:
         label = f"#{ctx['job_num'] + 1}/{total or '?'} {label}"
 
+    if cfg.tune:  # search on a validation split, select, refit (joker/bench/sweep/tuned.py)
+        from .tuned import run_cell
+
+        if cfg.tuning.untuned:  # the cell's ordinary trial too (cached when a plain sweep ran it): the untuned tables
+            print(summ.format_line(_run_plain(cfg, spec, chash, ctx, store, state, f"{label} (untuned)", progress,
+                                              ctx["output_dir"] / "trial" / "untuned"), None, None), flush=True)
+        return _finish(ctx, run_cell(cfg, spec, store, state, ctx, label, progress), state)
+    return _finish(ctx, _run_plain(cfg, spec, chash, ctx, store, state, label, progress,
+                                   ctx["output_dir"] / "trial"), state)
+
+
+def _run_plain(cfg: Any, spec: TrialSpec, chash: str, ctx: dict[str, Any], store: Store,
+               state: dict[str, Any] | None, label: str, progress: bool | None, workdir: Path) -> dict[str, Any]:
+    """One ordinary trial: its finished record (resume), else run in a fresh process and recorded."""
     retry_failed = False
     if not cfg.rerun:
         found = store.find_finished(chash)
         if found is not None and found.data.tags.get("status") not in RETRIED_STATUSES:
             t = found.data.tags
-            s = _summary(spec, chash, t.get("status", "?"), t.get("reason", ""), found.data.metrics,
-                         found.info.run_id, cached=True, contended=t.get("contended_reason", "")
-                         if t.get("contended") == "1" else "")
-            return _finish(ctx, s, state)
+            return _summary(spec, chash, t.get("status", "?"), t.get("reason", ""), found.data.metrics,
+                            found.info.run_id, cached=True, contended=t.get("contended_reason", "")
+                            if t.get("contended") == "1" else "")
         # error / timeout / skipped may be transient (a library installed since, a busy
         # machine): run again; the new record supersedes the old one.
         retry_failed = found is not None
 
-    workdir = ctx["output_dir"] / "trial"
     workdir.mkdir(parents=True, exist_ok=True)
     start_ms = int(time.time() * 1000)
     out = _execute(spec, workdir, label, progress)
     end_ms = int(time.time() * 1000)
     verdict = classify(out, spec.budget.host_bytes, spec.budget.gpu_bytes)
     verdict = slurm_verdict(verdict, out.signal, bool(out.killed_for))  # scancel, time limit
-    s = _record(store, state.get("parent_run_id") if state else None, spec, chash, out, verdict, workdir,
-                (start_ms, end_ms), supersede=bool(cfg.rerun) or retry_failed)
-    return _finish(ctx, s, state)
+    return _record(store, state.get("parent_run_id") if state else None, spec, chash, out, verdict, workdir,
+                   (start_ms, end_ms), supersede=bool(cfg.rerun) or retry_failed)
 
 
 def _finish(ctx: dict[str, Any], s: dict[str, Any], state: dict[str, Any] | None) -> dict[str, Any]:
@@ -318,9 +330,16 @@ def _finish(ctx: dict[str, Any], s: dict[str, Any], state: dict[str, Any] | None
 def _record(
     store: Store, parent: str | None, spec: TrialSpec, chash: str, out: Outcome,
     verdict: dict[str, str], workdir: Path, span_ms: tuple[int, int], supersede: bool,
+    extra_tags: dict[str, Any] | None = None, extra_metrics: dict[str, float] | None = None,
 ) -> dict[str, Any]:
-    """Write one trial's MLflow child run and its artifacts; return the trial summary."""
+    """Write one trial's MLflow child run and its artifacts; return the trial summary.
+
+    ``extra_tags`` / ``extra_metrics`` (a tuned cell's ``tuning`` tags and
+    ``tuning_seconds``) are added to the record.
+    """
     record = build_record(spec, chash, out, verdict)
+    record["tags"].update(extra_tags or {})
+    record["metrics"].update(extra_metrics or {})
     art = _stage_artifacts(workdir, spec, record, out, verdict)
     run_id = store.log_trial(
         run_name=run_name(spec),

@@ -310,6 +310,32 @@ def _adapter_kwargs(spec: TrialSpec, sigma: float) -> dict[str, Any]:
                 seed=spec.seed, dtype=m.dtype, device=str(spec.device), n_threads=spec.threads, **m.options)
 
 
+def epsilon_for(spec: TrialSpec, cls: type[Adapter], factor: float | None) -> float | None:
+    """The SVR tube width of a tuned configuration: ``factor`` times the method's ``epsilon``.
+
+    Parameters
+    ----------
+    spec : TrialSpec
+    cls : type
+        The adapter class; its ``option_defaults["epsilon"]`` is the base
+        unless ``spec.method.options`` sets one.
+    factor : float or None
+        The configuration's ``epsilon_factor``; ``None`` (not an SVR cell):
+        nothing to change.
+
+    Returns
+    -------
+    float or None
+        The width in target units, or ``None`` when ``factor`` is ``None``.
+    """
+    if factor is None:
+        return None
+    base = {**getattr(cls, "option_defaults", {}), **spec.method.options}.get("epsilon")
+    if base is None:
+        raise ValueError(f"{spec.method.name} has no epsilon option to tune")
+    return float(base) * float(factor)
+
+
 def _warm_up(spec: TrialSpec, cls: type[Adapter], ds: Any, kwargs: dict[str, Any], res: dict[str, Any]) -> None:
     """An untimed fit and predict on a few rows (imports, JIT, allocator); a failure is only noted."""
     if not spec.method.warmup:
@@ -376,6 +402,10 @@ def run(spec: TrialSpec, progress: Progress, res: dict[str, Any]) -> dict[str, A
     """
     res["thread_info"] = limit_threads(spec.threads)
     try:
+        if spec.tuning and spec.tuning.get("stage") == "search":  # a tuned cell's search (trials/tuning.py)
+            from .tuning import run_search
+
+            return run_search(spec, progress, res)
         progress("import")
         cls = _check_runnable(spec)
         progress("load")
@@ -406,8 +436,15 @@ def _prepare(spec: TrialSpec, cls: type[Adapter], ds: Any, res: dict[str, Any]) 
         sigma, res["sigma_cached"] = median_sigma_cached(ds.X_train)
     else:
         sigma = float(spec.sigma)
+    factor = float((spec.tuning or {}).get("sigma_factor", 1.0))  # a tuned final fit: the chosen factor
+    if factor != 1.0:
+        res["sigma_base"] = sigma
+        sigma *= factor
     res["sigma_value"] = sigma
     kwargs = _adapter_kwargs(spec, sigma)
+    eps = epsilon_for(spec, cls, (spec.tuning or {}).get("epsilon_factor"))  # a tuned SVR final fit
+    if eps is not None:
+        kwargs["epsilon"] = res["epsilon_value"] = eps
     if spec.device.is_cuda:
         _cuda_setup(spec, res["metrics"])
     _warm_up(spec, cls, ds, kwargs, res)
