@@ -8,6 +8,8 @@ hangs past its 4 s limit). It runs again on the same store (resume) and once
 more on a store whose test labels are permuted (the choices must not move).
 """
 
+import re
+
 import numpy as np
 import pytest
 from mlflow.tracking import MlflowClient
@@ -215,3 +217,18 @@ def test_epsilon_for_scales_the_method_option_or_its_default():
     assert epsilon_for(spec, LibSVMAdapter, 0.3) == pytest.approx(0.1 * 0.3)  # the adapter's default 0.1
     own = dataclasses.replace(spec, method=dataclasses.replace(spec.method, options={"epsilon": 0.5}))
     assert epsilon_for(own, LibSVMAdapter, 3.0) == pytest.approx(1.5)
+
+
+def test_a_tuned_cell_of_a_method_without_the_tasks_loss_is_skipped_not_an_error(run_bench, tmp_path):
+    # SODM is binary only: on HEPC (regression) its search, its final fit and its untuned trial are all
+    # `skipped` / unsupported (the search child once read its own _Skip as an error: two module copies)
+    store = tmp_path / "s"
+    proc = run_bench(["--config-name", "table4", "dataset=hepc", "method=sodm", "tune=true",
+                      "dataset.n_train=2000", "dataset.n_test=500"], store, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    runs = [r for r in _runs(f"sqlite:///{store}/mlflow.db", "table4") if "method" in r.data.tags]
+    kinds = sorted(r.data.tags.get("tuning", "untuned") for r in runs)
+    assert kinds == ["final"] + ["search"] * 16 + ["untuned"]
+    for r in runs:
+        assert r.data.tags["status"] == "skipped" and r.data.tags["skip_kind"] == "unsupported", r.data.tags
+        assert re.search(r"sodm has no loss (configured )?for task regression", r.data.tags["reason"])

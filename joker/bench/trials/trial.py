@@ -561,4 +561,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # run the importable module's main, not this __main__ copy's: the modules the trial imports
+    # (trials/tuning.py: ``from . import trial``) raise that module's _Skip and _Failed, which the
+    # copy's ``except`` clauses would not catch (a tuned search's skip read as an error)
+    from joker.bench.trials import trial as _trial
+
+    sys.exit(_trial.main())
