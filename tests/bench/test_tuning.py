@@ -232,3 +232,23 @@ def test_a_tuned_cell_of_a_method_without_the_tasks_loss_is_skipped_not_an_error
     for r in runs:
         assert r.data.tags["status"] == "skipped" and r.data.tags["skip_kind"] == "unsupported", r.data.tags
         assert re.search(r"sodm has no loss (configured )?for task regression", r.data.tags["reason"])
+    # the one search process that skipped is charged once, not once per configuration
+    walls = [r.data.metrics.get("wall_seconds", 0.0) for r in runs if r.data.tags.get("tuning") == "search"]
+    assert sum(w > 0 for w in walls) == 1
+    final = next(r for r in runs if r.data.tags.get("tuning") == "final")
+    assert final.data.metrics["tuning_seconds"] == pytest.approx(max(walls))
+
+
+def test_grid_lams_are_the_decimal_products():
+    from hydra import compose, initialize_config_dir
+
+    from joker.bench.config.paths import export_conf_env, sweeps_dir
+    from joker.bench.config.schema import register_configs, resolve_trial, resolve_tuning
+
+    export_conf_env()
+    register_configs()
+    with initialize_config_dir(config_dir=str(sweeps_dir()), version_base="1.3"):
+        cfg = compose("table4", ["dataset=ijcnn1", "method=joker-exact"])
+        spec = resolve_trial(cfg)
+        assert spec.lam == 0.1
+        assert sorted({c["lam"] for c in resolve_tuning(cfg, spec)["configs"]}) == [0.001, 0.01, 0.1, 1.0]

@@ -256,6 +256,14 @@ class BenchConfig:
         3 at scale=paper in ``sweeps/table4.yaml``).
     rerun : bool
         Run trials again even when a finished run with their hash exists.
+    stop_larger_after : list of str
+        Statuses (``timeout``, ``over_budget``, ``oom``) after
+        which a method is not run at a larger ``dataset.n_train`` in the same
+        experiment (same dataset, budget, repetition): the larger trial is
+        recorded ``skipped`` with the smaller one's status and reason, in
+        no time. Empty (default): every trial runs. ``sweeps/scaling.yaml``
+        sets it, so that a method that timed out at 100,000 rows does not
+        spend two more timeouts at 500,000 and the full set.
     tune : bool
         Tune each cell (method, dataset, budget, repetition) on a validation
         split of its training rows over the grid :attr:`tuning`, then refit
@@ -283,6 +291,7 @@ class BenchConfig:
     repetition: int = 0
     repetitions: int = 1
     rerun: bool = False
+    stop_larger_after: List[str] = field(default_factory=list)
     tune: bool = False
     tuning: TuningConfig = field(default_factory=TuningConfig)
     threads: int = 2
@@ -553,6 +562,9 @@ def resolve_trial(cfg: Any) -> TrialSpec:
     _check_primary_metric(tds.task, tds.primary_metric)
     setting = _method_setting(c)
     base_seed, rep = int(c["seed"]), int(c["repetition"])
+    bad = sorted(set(c.get("stop_larger_after") or ()) - {"timeout", "over_budget", "oom"})
+    if bad:
+        raise ConfigError(f"stop_larger_after takes timeout, over_budget, oom; got {bad}")
     if int(c.get("repetitions", 1)) < 1:
         raise ConfigError(f"repetitions must be >= 1, got {c['repetitions']}")
     try:
@@ -627,7 +639,8 @@ def resolve_tuning(cfg: Any, spec: TrialSpec) -> Dict[str, Any]:
     if max_rows is not None and int(max_rows) < 10:
         raise ConfigError(f"tuning.max_rows must be >= 10 or null, got {max_rows!r}")
     sigmas, lams, epss = grid["sigma_factors"], grid["lam_factors"], grid["epsilon_factors"]
-    configs = [{"index": i * len(lams) + j, "sigma_factor": sf, "lam_factor": lf, "lam": spec.lam * lf}
+    configs = [{"index": i * len(lams) + j, "sigma_factor": sf, "lam_factor": lf,
+                "lam": float(f"{spec.lam * lf:.12g}")}  # 0.1 * 0.1 is 0.01, not 0.010000000000000002
                for i, sf in enumerate(sigmas) for j, lf in enumerate(lams)]
     if spec.method.loss == "epsilon_insensitive":  # SVR's tube: a Latin square over the same cells
         i0, j0, e0 = sigmas.index(1.0), lams.index(1.0), epss.index(1.0)

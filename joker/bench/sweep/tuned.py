@@ -158,10 +158,12 @@ def _search(spec: TrialSpec, todo: list[int], plan: dict[str, Any], workdir: Pat
                             peak_rss_bytes=int(peak) if peak else None, stderr_tail=out.stderr_tail)
                 outcomes[i], verdicts[i] = o, classify(o, spec.budget.host_bytes, spec.budget.gpu_bytes)
             elif i == current or current is None:
-                # the one the process died in (or, before any configuration, all: skipped, load error)
+                # the one the process died in (or, before any configuration, all: skipped, load error);
+                # a process that ended before its first configuration is charged once, to the first
+                wall = out.wall_s if (i == current or i == todo[0]) else 0.0
                 o = Outcome(result=None if i == current else out.result, killed_for=out.killed_for,
                             kill_reason=out.kill_reason, progress=out.progress, signal=out.signal,
-                            exit_code=out.exit_code, stderr_tail=out.stderr_tail, wall_s=out.wall_s)
+                            exit_code=out.exit_code, stderr_tail=out.stderr_tail, wall_s=wall)
                 if o.result is not None:
                     o.result = {**o.result, "config": confs[i]}
                 outcomes[i], verdicts[i] = o, classify(o, spec.budget.host_bytes, spec.budget.gpu_bytes)
