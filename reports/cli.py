@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import curves, figures, html, published, render, table, tuned
+from . import curves, figures, html, published, render, scaling, table, tuned
 from .load import REPO_ROOT, STATUSES, Selection, StoreError, client_for, load_selection
 
 RUN_COLUMNS = ["run_id", "dataset", "budget", "method", "variant", "seed",
@@ -174,8 +174,22 @@ def build_report(tracking_uri: str | None = None, experiment: str | None = None,
             rep.figures.append(item)
             echo(f"  figure val_vs_lam: " + (str(item.png) if item.png else item.note))
 
+    scaling_tables = []
+    if len(runs) and scaling.is_scaling(runs):  # a sweep over n_train (sweeps/scaling.yaml)
+        slope = scaling.slopes(scaling.points(runs))
+        for col in ("time slope a", "memory slope"):
+            slope[col] = [f"{v:.2f}" if pd.notna(v) else "-" for v in slope[col]]
+        scaling_tables = [("Scaling: fitted exponent a of fit time ~ n_train^a (and of fit memory), "
+                           "least squares in log-log over the sizes that ended ok", slope)]
+        if make_figures:
+            fig, data = scaling.fig_scaling(runs, table.dataset_order(runs))
+            item = figures.Figure("scaling", "Fit time and fit memory against n_train (log-log)", data)
+            item.png, item.pdf = figures.save(fig, out / "figures", "scaling")
+            rep.figures.append(item)
+            echo(f"  figure scaling: {item.png}")
+
     refs = (published.cited(cells), published.other_sizes(cells))
-    tables = _tables(cells) + tuned_tables
+    tables = _tables(cells) + tuned_tables + scaling_tables
     when = _dt.datetime.now().isoformat(timespec="seconds")
     rep.paths = _write(out, sel, rep, tables, failed, refs, when)
     for title, frame in tables[:2]:  # the datasets and the metric table

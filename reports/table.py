@@ -48,6 +48,8 @@ SEED_PARAMS = ("seed", "repetition", "random_state", "rep", "data_seed",
 #: adapter's derived plan, and bookkeeping (paths, hashes, job ids).
 NOT_VARIANT = ("params.plan.", "params.dataset.", "params.budget.")
 NOT_VARIANT_WORDS = ("path", "dir", "uri", "hash", "job")
+#: Dataset params that do make a variant: runs at different training or test sizes (a scaling sweep).
+SIZE_PARAMS = ("params.dataset.n_train", "params.dataset.n_test")
 METHOD_ORDER = tuple(ADAPTERS)  # the registry's order: Joker first, one source of method ids
 #: Convergence word of a cell -> mark used in text tables.
 MARKS = {"yes": "✓", "no": "✗", "unknown": "?", "no solution": "–"}
@@ -194,13 +196,14 @@ def _variants(runs: pd.DataFrame) -> pd.Series:
 
     Every ``params.*`` column counts except seeds and repetitions
     (:data:`SEED_PARAMS`), the dataset, budget and plan params and
-    bookkeeping params (:data:`NOT_VARIANT_WORDS`): runs that differ in,
+    bookkeeping params (:data:`NOT_VARIANT_WORDS`), but the requested sizes
+    (:data:`SIZE_PARAMS`) do count: runs that differ in,
     say, ``method.options.n_components`` or ``lam`` are separate cells, so
     a mean is never taken over different configurations. The label uses
     the last dotted part of each differing param (``n_components=512``).
     """
     params = [c for c in runs.columns if c.startswith("params.")
-              and not c.startswith(NOT_VARIANT)
+              and (not c.startswith(NOT_VARIANT) or c in SIZE_PARAMS)
               and c.rsplit(".", 1)[-1] not in SEED_PARAMS
               and not any(w in c.lower() for w in NOT_VARIANT_WORDS)]
     label = pd.Series("", index=runs.index, dtype=object)

@@ -39,7 +39,7 @@ SIZE_METRICS = ("n_train", "n_test", "n_features")
 
 #: ``skip_kind`` tag values and the word a table shows for them.
 SKIP_WORDS = {"not_installed": "not installed", "unsupported": "n/a",
-              "budget": "over budget"}
+              "budget": "over budget", "ended_smaller": "stopped smaller"}
 
 
 #: Metric name -> (label, unit, factor from the logged value to the shown one).

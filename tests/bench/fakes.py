@@ -126,3 +126,17 @@ class TuneAdapter(FakeAdapter):
 
     def _decision(self, X):
         return X[:, 0] + 0.5 * X[:, 1] + 3.0 * abs(np.log10(self.lam / 0.1)) * X[:, 2]
+
+
+class ScaleAdapter(FakeAdapter):
+    """A method whose fit takes ``0.002 n`` s and hangs (60 s) above ``hang_above`` rows (tests of scaling sweeps)."""
+
+    name = "_test_scale"
+    option_defaults = {**FakeAdapter.option_defaults, "hang_above": None}
+
+    def _fit(self, X, target):
+        limit = self.options["hang_above"]
+        time.sleep(60 if limit is not None and len(X) > limit else 0.002 * len(X))
+
+    def _decision(self, X):
+        return X[:, 0] + 0.5 * X[:, 1]

@@ -53,8 +53,9 @@ RETRIED_STATUSES = frozenset(STATUSES) - KEPT_STATUSES
 CONTENDED_TAG = "contended"
 #: Tag of a trial whose method did not run: why, as one of :data:`SKIP_KINDS`.
 SKIP_KIND_TAG = "skip_kind"
-#: Values of :data:`SKIP_KIND_TAG`: library missing, task not supported, budget too small for the smallest setting.
-SKIP_KINDS = ("not_installed", "unsupported", "budget")
+#: Values of :data:`SKIP_KIND_TAG`: library missing, task not supported, budget too small for the smallest
+#: setting, the method already ended (timeout, budget) at a smaller n_train (``stop_larger_after``).
+SKIP_KINDS = ("not_installed", "unsupported", "budget", "ended_smaller")
 #: Tag with the one-line install command of a ``not_installed`` method.
 INSTALL_HINT_TAG = "install_hint"
 

@@ -223,6 +223,41 @@ class Store:
         )
         return [r for r in runs if SUPERSEDED_TAG not in r.data.tags]
 
+    def ended_at_smaller_n(self, method: str, dataset: str, budget: str, repetition: int, n_train: int,
+                           statuses: tuple[str, ...]) -> Any | None:
+        """The finished run of the same method, dataset, budget and repetition that ended at a smaller n.
+
+        Parameters
+        ----------
+        method, dataset, budget : str
+            The trial's ids (its tags).
+        repetition : int
+        n_train : int
+            The trial's training rows; a run counts when its ``dataset.n_train``
+            param is smaller.
+        statuses : tuple of str
+            The statuses that end a line (``timeout``, ``over_budget``, ...).
+
+        Returns
+        -------
+        mlflow.entities.Run or None
+            The one with the smallest such ``n_train``, superseded runs excluded.
+        """
+        flt = (f"tags.method = '{method}' and tags.dataset = '{dataset}' and tags.budget = '{budget}' "
+               f"and attributes.status = 'FINISHED'")
+        runs = retry(lambda: self.client.search_runs([self.experiment_id], filter_string=flt, max_results=1000),
+                     "search runs")
+        found = []
+        for r in runs:
+            try:
+                n = int(float(r.data.params.get("dataset.n_train", "nan")))
+            except ValueError:
+                continue
+            if (SUPERSEDED_TAG not in r.data.tags and r.data.tags.get("status") in statuses and n < n_train
+                    and str(r.data.params.get("repetition", "0")) == str(repetition)):
+                found.append((n, r))
+        return min(found, key=lambda t: t[0])[1] if found else None
+
     def find_finished(self, config_hash: str) -> Any | None:
         """Return the newest finished run of this trial hash, or ``None``."""
         runs = self.runs_with_hash(config_hash)

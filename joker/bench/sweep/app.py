@@ -308,12 +308,42 @@ def _run_plain(cfg: Any, spec: TrialSpec, chash: str, ctx: dict[str, Any], store
 
     workdir.mkdir(parents=True, exist_ok=True)
     start_ms = int(time.time() * 1000)
+    ended = _ended_smaller(cfg, spec, store)
+    if ended is not None:  # stop_larger_after: this method already stopped at a smaller n
+        verdict = {"status": "skipped", "reason": ended}
+        out = Outcome(result={"status": "skipped", "reason": ended, "skip_kind": "ended_smaller", "metrics": {}})
+        return _record(store, state.get("parent_run_id") if state else None, spec, chash, out, verdict, workdir,
+                       (start_ms, start_ms), supersede=bool(cfg.rerun) or retry_failed)
     out = _execute(spec, workdir, label, progress)
     end_ms = int(time.time() * 1000)
     verdict = classify(out, spec.budget.host_bytes, spec.budget.gpu_bytes)
     verdict = slurm_verdict(verdict, out.signal, bool(out.killed_for))  # scancel, time limit
     return _record(store, state.get("parent_run_id") if state else None, spec, chash, out, verdict, workdir,
                    (start_ms, end_ms), supersede=bool(cfg.rerun) or retry_failed)
+
+
+def _ended_smaller(cfg: Any, spec: TrialSpec, store: Store) -> str | None:
+    """The reason to skip a trial under ``stop_larger_after``, or ``None`` to run it.
+
+    Returns
+    -------
+    str or None
+        ``"<method> ended <status> at n_train=<n> (<its reason>); a larger
+        n_train is not tried (stop_larger_after)"`` when a finished run of the
+        same method, dataset, budget and repetition ended with one of
+        ``cfg.stop_larger_after`` at a smaller ``dataset.n_train``.
+    """
+    statuses = tuple(cfg.get("stop_larger_after") or ())
+    if not statuses or spec.dataset.n_train is None:
+        return None
+    run = store.ended_at_smaller_n(spec.method.name, spec.dataset.name, spec.budget.name, spec.repetition,
+                                   int(spec.dataset.n_train), statuses)
+    if run is None:
+        return None
+    t = run.data.tags
+    n = int(float(run.data.params["dataset.n_train"]))
+    return (f"{spec.method.name} ended {t.get('status')} at n_train={n} ({t.get('reason', '')}); "
+            f"a larger n_train is not tried (stop_larger_after)")
 
 
 def _finish(ctx: dict[str, Any], s: dict[str, Any], state: dict[str, Any] | None) -> dict[str, Any]:

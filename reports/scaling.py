@@ -1,0 +1,166 @@
+"""How fit time and fit memory grow with n_train: the scaling figure and its slope table (issue 23, item 4).
+
+A sweep that runs the same (dataset, method, budget) at several training
+sizes (``sweeps/scaling.yaml``) answers "which method keeps scaling": the
+figure draws fit time (s) and fit memory (MiB) against n_train on log-log
+axes, one line per method, and marks where a method stopped (its first
+size that ended ``timeout``, ``over_budget`` or ``oom``) with an
+end marker at that size; the table gives each line's fitted exponent ``a`` of
+``time ~ n^a`` (and of memory), a least-squares line through
+``(log n, log t)`` over the sizes that ended ``ok`` (at least two).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["points", "slopes", "fig_scaling", "is_scaling", "END_STATUSES"]
+
+#: Statuses that end a method's line: it did not finish at this size within its budget.
+END_STATUSES = ("timeout", "over_budget", "oom")
+
+
+def points(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per run: dataset, method, budget, n_train, status, fit_seconds, memory_mib.
+
+    Parameters
+    ----------
+    runs : pandas.DataFrame
+        Derived runs (:func:`reports.table.derive`). ``n_train`` is the rows
+        the trial fitted on (its metric), else the requested size
+        (``params.dataset.n_train``) for a trial killed before it said.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Sorted by dataset, method, budget, n_train; rows without a size dropped.
+    """
+    cols = ["dataset", "method", "budget", "n_train", "status", "fit_seconds", "memory_mib"]
+    if runs is None or not len(runs):
+        return pd.DataFrame(columns=cols)
+    n = pd.to_numeric(runs.get("n_train"), errors="coerce") if "n_train" in runs else pd.Series(np.nan, runs.index)
+    if "params.dataset.n_train" in runs:
+        n = n.fillna(pd.to_numeric(runs["params.dataset.n_train"], errors="coerce"))
+    out = runs.assign(n_train=n)[[c for c in cols if c in runs.columns or c == "n_train"]].copy()
+    for c in ("fit_seconds", "memory_mib"):
+        out[c] = pd.to_numeric(out.get(c), errors="coerce")
+    out = out[out["n_train"].notna()]
+    return out.sort_values(["dataset", "method", "budget", "n_train"]).reset_index(drop=True)
+
+
+def is_scaling(runs: pd.DataFrame) -> bool:
+    """Whether some (dataset, method, budget) ran at two or more training sizes."""
+    p = points(runs)
+    return bool(len(p)) and bool((p.groupby(["dataset", "method", "budget"])["n_train"].nunique() >= 2).any())
+
+
+def _slope(n: np.ndarray, v: np.ndarray) -> float:
+    """Least-squares exponent a of ``v ~ n^a`` over positive, finite pairs; NaN with fewer than two sizes."""
+    keep = np.isfinite(n) & np.isfinite(v) & (n > 0) & (v > 0)
+    if len(np.unique(n[keep])) < 2:
+        return math.nan
+    return float(np.polyfit(np.log(n[keep]), np.log(v[keep]), 1)[0])
+
+
+def slopes(pts: pd.DataFrame) -> pd.DataFrame:
+    """Each line's fitted exponents and where it ended.
+
+    Parameters
+    ----------
+    pts : pandas.DataFrame
+        :func:`points`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        dataset, method, budget, ``sizes ok`` (count), ``largest ok n``,
+        ``time slope a`` (``fit_seconds ~ n^a``), ``memory slope``, and
+        ``ended`` (``"<status> at n=<size>"`` of the first size that ended
+        the line, else ``-``). Slopes are least squares in log-log over the
+        ``ok`` sizes (NaN with fewer than two).
+    """
+    rows = []
+    for (ds, m, b), g in pts.groupby(["dataset", "method", "budget"], sort=False):
+        ok = g[g["status"] == "ok"]
+        end = g[g["status"].isin(END_STATUSES)]
+        rows.append({
+            "dataset": ds, "method": m, "budget": b, "sizes ok": int(ok["n_train"].nunique()),
+            "largest ok n": int(ok["n_train"].max()) if len(ok) else None,
+            "time slope a": _slope(ok["n_train"].to_numpy(float), ok["fit_seconds"].to_numpy(float)),
+            "memory slope": _slope(ok["n_train"].to_numpy(float), ok["memory_mib"].to_numpy(float)),
+            "ended": (f"{end.iloc[0]['status']} at n={int(end.iloc[0]['n_train'])}" if len(end) else "-"),
+        })
+    return pd.DataFrame(rows, columns=["dataset", "method", "budget", "sizes ok", "largest ok n",
+                                       "time slope a", "memory slope", "ended"])
+
+
+def fig_scaling(runs: pd.DataFrame, order=None):
+    """Fit time and fit memory against n_train, log-log, one line per method; end markers.
+
+    Parameters
+    ----------
+    runs : pandas.DataFrame
+        Derived runs.
+    order : list of str, optional
+        Dataset order of the columns.
+
+    Returns
+    -------
+    (matplotlib.figure.Figure or None, pandas.DataFrame)
+        The figure (two rows: time, memory; a column per dataset; ``None``
+        when no line has two sizes) and the plotted points (``kind`` ``ok``
+        or ``end``; an end marker sits at its size, at the height of the
+        line's last ``ok`` value, or of its own measured value when it had
+        no ``ok`` size before).
+    """
+    import matplotlib.pyplot as plt
+
+    from .figures import _in_order, _plain_log, colour
+
+    pts = points(runs)
+    if not is_scaling(runs):
+        return None, pts.iloc[0:0]
+    datasets = _in_order(pts["dataset"], order)
+    fig, axes = plt.subplots(2, len(datasets), figsize=(4.2 * len(datasets) + 1.8, 7), squeeze=False)
+    drawn = []
+    for col, ds in enumerate(datasets):
+        part = pts[pts["dataset"] == ds]
+        for row, (y, label) in enumerate((("fit_seconds", "fit time (s)"),
+                                          ("memory_mib", "fit memory (MiB above baseline)"))):
+            ax = axes[row][col]
+            for (m, b), g in part.groupby(["method", "budget"], sort=False):
+                ok = g[(g["status"] == "ok") & g[y].gt(0)]
+                name = m if part["budget"].nunique() == 1 else f"{m} ({b})"
+                if len(ok):
+                    ax.plot(ok["n_train"], ok[y], marker="o", ms=4, color=colour(m), label=name)
+                    drawn.append(ok.assign(kind="ok", y=y))
+                end = g[g["status"].isin(END_STATUSES)].head(1)
+                if len(end):
+                    before = ok[ok["n_train"] < end["n_train"].iloc[0]]
+                    height = before[y].iloc[-1] if len(before) else end[y].iloc[0]
+                    if pd.notna(height) and height > 0:
+                        ax.plot(end["n_train"], [height], marker="X", ms=9, ls="none", color=colour(m),
+                                label=None if len(ok) else name)
+                        drawn.append(end.assign(kind="end", y=y))
+            _plain_log(ax, "x")
+            _plain_log(ax, "y", values=part.loc[part["status"] == "ok", y])
+            ax.set_xlabel("n_train")
+            ax.set_ylabel(label)
+            if row == 0:
+                ax.set_title(ds)
+    handles, labels = axes[0][-1].get_legend_handles_labels()
+    for a in axes.flat:
+        h, lab = a.get_legend_handles_labels()
+        for hh, ll in zip(h, lab):
+            if ll not in labels:
+                handles.append(hh)
+                labels.append(ll)
+    if handles:
+        fig.legend(handles, labels, loc="center right", frameon=False, title="X: ended (timeout, budget)")
+    fig.suptitle("Fit time and fit memory against n_train (log-log)")
+    fig.tight_layout(rect=(0, 0, 0.8, 0.96))
+    data = pd.concat(drawn, ignore_index=True) if drawn else pts.iloc[0:0]
+    return fig, data
