@@ -148,8 +148,8 @@ def test_a_tuned_sweep_on_a9a_by_path_and_as_csv_chooses_what_the_registry_a9a_c
     # issue 24's own-data acceptance: the same 16 configurations searched on the same validation split
     # (its seed depends on neither method nor dataset name) choose the same (sigma, lam) with the same
     # validation and test metrics; LIBSVM exactly, joker-exact (seeded per name) at tol=1e-10
-    common = ["-m", "method=libsvm,joker-exact", "budget=cpu-1g", "tune=true", *SIZES,
-              "+settings.joker-exact.options.tol=1e-10"]
+    common = ["-m", "method=libsvm,joker-exact", "budget=cpu-1g", "tune=true", "tuning.untuned=false", *SIZES,
+              "+settings.joker-exact.options.tol=1e-10"]  # the untuned trials: the test above
     sweeps = {
         "a9a": ["dataset=a9a"],
         "file:a9a.bz2": ["dataset=file", f"dataset.path={A9A}", f"dataset.test_path={A9A_T}"],

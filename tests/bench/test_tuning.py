@@ -252,3 +252,32 @@ def test_grid_lams_are_the_decimal_products():
         spec = resolve_trial(cfg)
         assert spec.lam == 0.1
         assert sorted({c["lam"] for c in resolve_tuning(cfg, spec)["configs"]}) == [0.001, 0.01, 0.1, 1.0]
+
+
+@pytest.mark.parametrize("override, message", [
+    ("tuning.val_fraction=1.5", "tuning.val_fraction must be in (0, 1), got 1.5"),
+    ("tuning.lam_factors=[0.1,10]", "tuning.lam_factors must hold 1 (the untuned setting is always searched), "
+                                    "got [0.1, 10.0]"),
+    ("tuning.sigma_factors=[inf,1]", "tuning.sigma_factors must be positive finite numbers, got [inf, 1.0]"),
+    ("tuning.max_rows=3", "tuning.max_rows must be >= 10 or null, got 3"),
+])
+def test_bad_tuning_values_stop_the_command_before_any_trial(run_bench, tmp_path, override, message):
+    # a plain tuned run (no sweep): the untuned trial must not run and be recorded first
+    proc = run_bench(["dataset=a9a", "method=libsvm", "tune=true", override], tmp_path, fresh_store=True)
+    assert proc.returncode == 2, proc.stdout[-3000:]
+    assert proc.stdout.strip().splitlines() == [f"config error: {message}"]
+    assert not (tmp_path / "multirun").exists() and not (tmp_path / "mlflow.db").exists()
+
+
+def test_an_unknown_scaling_point_is_a_config_error():
+    from hydra import compose, initialize_config_dir
+
+    from joker.bench.config.paths import export_conf_env, sweeps_dir
+    from joker.bench.config.schema import register_configs, resolve_trial
+
+    export_conf_env()
+    register_configs()
+    with initialize_config_dir(config_dir=str(sweeps_dir()), version_base="1.3"):
+        for overrides in (["dataset=skin", "presets.point=7k"], ["dataset=a9a", "presets.point=5k"]):
+            with pytest.raises(ConfigError, match=r"^cannot resolve the config: .*presets\.sizes\.(skin\.7k|a9a)"):
+                resolve_trial(compose("scaling", overrides))

@@ -24,6 +24,7 @@ OmegaConf reads these annotations to type-check the structured config.
 from __future__ import annotations
 
 import copy
+import math
 from dataclasses import dataclass, field, fields
 from enum import Enum
 from typing import Any, Dict, List, Optional
@@ -348,7 +349,13 @@ def _plain(cfg: Any) -> dict[str, Any]:
     if isinstance(cfg, DictConfig):
         if "hydra" in cfg:
             cfg = OmegaConf.masked_copy(cfg, [k for k in cfg.keys() if k != "hydra"])
-        cfg = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
+        from omegaconf.errors import InterpolationResolutionError
+
+        try:
+            cfg = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
+        except InterpolationResolutionError as exc:  # e.g. presets.point=7k in sweeps/scaling.yaml
+            raise ConfigError(f"cannot resolve the config: {' '.join(str(exc).split()).split(' full_key:')[0]}") \
+                from None
     out = copy.deepcopy(dict(cfg))
     out.pop("hydra", None)
     return out
@@ -625,8 +632,8 @@ def resolve_tuning(cfg: Any, spec: TrialSpec) -> Dict[str, Any]:
     grid = {}
     for key in ("sigma_factors", "lam_factors", "epsilon_factors"):
         values = [float(v) for v in t[key]]
-        if not values or any(not (v > 0) for v in values):
-            raise ConfigError(f"tuning.{key} must be positive numbers, got {t[key]!r}")
+        if not values or any(not (v > 0 and math.isfinite(v)) for v in values):
+            raise ConfigError(f"tuning.{key} must be positive finite numbers, got {t[key]!r}")
         if 1.0 not in values:
             raise ConfigError(f"tuning.{key} must hold 1 (the untuned setting is always searched), got {t[key]!r}")
         if len(set(values)) != len(values):

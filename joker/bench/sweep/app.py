@@ -281,11 +281,14 @@ def run_job(cfg: Any, progress: bool | None = None) -> dict[str, Any]:
         label = f"#{ctx['job_num'] + 1}/{total or '?'} {label}"
 
     if cfg.tune:  # search on a validation split, select, refit (joker/bench/sweep/tuned.py)
+        from ..config.schema import resolve_tuning
         from .tuned import run_cell
 
+        resolve_tuning(cfg, spec)  # a bad grid or split value stops the job before its untuned trial runs
         if cfg.tuning.untuned:  # the cell's ordinary trial too (cached when a plain sweep ran it): the untuned tables
-            print(summ.format_line(_run_plain(cfg, spec, chash, ctx, store, state, f"{label} (untuned)", progress,
-                                              ctx["output_dir"] / "trial" / "untuned"), None, None), flush=True)
+            print("untuned: " + summ.format_line(_run_plain(cfg, spec, chash, ctx, store, state, f"{label} (untuned)",
+                                                            progress, ctx["output_dir"] / "trial" / "untuned"),
+                                                 None, None), flush=True)
         return _finish(ctx, run_cell(cfg, spec, store, state, ctx, label, progress), state)
     return _finish(ctx, _run_plain(cfg, spec, chash, ctx, store, state, label, progress,
                                    ctx["output_dir"] / "trial"), state)

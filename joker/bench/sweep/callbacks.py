@@ -93,13 +93,15 @@ def check_config(config: DictConfig) -> None:
     SystemExit
         Status 2, after printing ``config error: <message>`` on stderr.
     """
-    from ..config.schema import resolve_trial
+    from ..config.schema import resolve_trial, resolve_tuning
     from ..records.store_guard import check_tracking_uri
     from ..records.tracking import resolve_uri
 
     try:
         if not _path_swept(config):
-            resolve_trial(config)
+            spec = resolve_trial(config)
+            if config.get("tune"):  # the grid and split too: a bad tuning value before any trial
+                resolve_tuning(config, spec)
         check_tracking_uri(resolve_uri(config.mlflow.tracking_uri))
     except ConfigError as exc:
         raise SystemExit(config_error(exc)) from None
