@@ -146,8 +146,10 @@ def test_an_unreadable_row_stops_the_command_with_its_line(run_bench, tmp_path):
 def test_a_tuned_sweep_on_a9a_by_path_and_as_csv_chooses_what_the_registry_a9a_chooses(run_bench, tmp_path,
                                                                                           a9a_csv):
     # issue 24's own-data acceptance: the same 16 configurations searched on the same validation split
-    # (its seed depends on neither method nor dataset name) choose the same (sigma, lam) with the same
-    # validation and test metrics; LIBSVM exactly, joker-exact (seeded per name) at tol=1e-10
+    # (its seed depends on neither method nor dataset name) get the same validation metrics and choose the
+    # same (sigma, lam) with the same test metrics; LIBSVM exactly, joker-exact (seeded per name) at
+    # tol=1e-10. Ties are broken by fit time (the issue's rule), which a loaded machine can reorder (seen in
+    # CI: joker-exact's (2, 0.1) and (4, 0.01) both 84.5 %), so a tie is checked as a tie.
     common = ["-m", "method=libsvm,joker-exact", "budget=cpu-1g", "tune=true", "tuning.untuned=false", *SIZES,
               "+settings.joker-exact.options.tol=1e-10"]  # the untuned trials: the test above
     sweeps = {
@@ -177,15 +179,24 @@ def test_a_tuned_sweep_on_a9a_by_path_and_as_csv_chooses_what_the_registry_a9a_c
             ref, run = got["a9a"][0][method], got[name][0][method]
             assert run.data.tags["status"] == ref.data.tags["status"] == "ok", run.data.tags.get("reason")
             assert run.data.tags["dataset"] == name
-            for k in ("tuning.sigma_factor", "tuning.lam"):
-                assert run.data.tags[k] == ref.data.tags[k], (name, method, k)
-            assert float(run.data.params["sigma_value"]) == float(ref.data.params["sigma_value"])
             tol = 1e-5 if method == "joker-exact" else 1e-12
-            for k in ("test_accuracy", "test_f1", "chosen_val_accuracy", "n_train", "n_test"):
-                assert run.data.metrics[k] == pytest.approx(ref.data.metrics[k], abs=tol), (name, method, k)
             val = {(r.data.tags["tuning.sigma_factor"], r.data.tags["tuning.lam"]): r.data.metrics["val_accuracy"]
                    for r in got[name][1][method]}
             val_ref = {(r.data.tags["tuning.sigma_factor"], r.data.tags["tuning.lam"]):
                        r.data.metrics["val_accuracy"] for r in got["a9a"][1][method]}
-            assert val.keys() == val_ref.keys()
+            assert val.keys() == val_ref.keys()  # the same 16 configurations, the same validation metrics
             assert all(val[k] == pytest.approx(val_ref[k], abs=tol) for k in val), (name, method)
+            # the same choice: the best validation metric, among equals the faster fit (the issue's tie rule
+            # reads wall time, so only a unique best is compared setting by setting)
+            best = max(val_ref.values())
+            tied = {k for k, v in val_ref.items() if v >= best - tol}
+            chosen = (run.data.tags["tuning.sigma_factor"], run.data.tags["tuning.lam"])
+            chosen_ref = (ref.data.tags["tuning.sigma_factor"], ref.data.tags["tuning.lam"])
+            assert chosen in tied and chosen_ref in tied, (name, method, chosen, tied)
+            assert run.data.metrics["chosen_val_accuracy"] == pytest.approx(best, abs=tol)
+            for k in ("n_train", "n_test"):
+                assert run.data.metrics[k] == ref.data.metrics[k]
+            if chosen == chosen_ref:
+                assert float(run.data.params["sigma_value"]) == float(ref.data.params["sigma_value"])
+                for k in ("test_accuracy", "test_f1"):
+                    assert run.data.metrics[k] == pytest.approx(ref.data.metrics[k], abs=tol), (name, method, k)
