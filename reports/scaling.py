@@ -38,15 +38,15 @@ def points(runs: pd.DataFrame) -> pd.DataFrame:
     pandas.DataFrame
         Sorted by dataset, method, budget, n_train; rows without a size dropped.
     """
-    cols = ["dataset", "method", "budget", "n_train", "status", "fit_seconds", "memory_mib"]
+    cols = ["dataset", "method", "budget", "n_train", "status", "fit_seconds", "memory_mib", "wall_seconds"]
     if runs is None or not len(runs):
         return pd.DataFrame(columns=cols)
     n = pd.to_numeric(runs.get("n_train"), errors="coerce") if "n_train" in runs else pd.Series(np.nan, runs.index)
     if "params.dataset.n_train" in runs:
         n = n.fillna(pd.to_numeric(runs["params.dataset.n_train"], errors="coerce"))
     out = runs.assign(n_train=n)[[c for c in cols if c in runs.columns or c == "n_train"]].copy()
-    for c in ("fit_seconds", "memory_mib"):
-        out[c] = pd.to_numeric(out.get(c), errors="coerce")
+    for c in ("fit_seconds", "memory_mib", "wall_seconds"):
+        out[c] = pd.to_numeric(out.get(c), errors="coerce") if c in out else np.nan
     out = out[out["n_train"].notna()]
     return out.sort_values(["dataset", "method", "budget", "n_train"]).reset_index(drop=True)
 
@@ -112,9 +112,10 @@ def fig_scaling(runs: pd.DataFrame, order=None):
     (matplotlib.figure.Figure or None, pandas.DataFrame)
         The figure (two rows: time, memory; a column per dataset; ``None``
         when no line has two sizes) and the plotted points (``kind`` ``ok``
-        or ``end``; an end marker sits at its size, at the height of the
-        line's last ``ok`` value, or of its own measured value when it had
-        no ``ok`` size before).
+        or ``end``; an end marker sits at its size; in the time panel at the
+        trial's wall seconds (a lower bound of the time it needed) when that
+        is above the line's last ``ok`` value, else, as in the memory panel,
+        at the line's last ``ok`` value or its own measured one).
     """
     import matplotlib.pyplot as plt
 
@@ -141,6 +142,9 @@ def fig_scaling(runs: pd.DataFrame, order=None):
                 if len(end):
                     before = ok[ok["n_train"] < end["n_train"].iloc[0]]
                     height = before[y].iloc[-1] if len(before) else end[y].iloc[0]
+                    ran = end["wall_seconds"].iloc[0]
+                    if y == "fit_seconds" and pd.notna(ran) and ran > (height if pd.notna(height) else 0):
+                        height = ran  # a timeout ran at least this long: the X at its wall time, a lower bound
                     if pd.notna(height) and height > 0:
                         ax.plot(end["n_train"], [height], marker="X", ms=9, ls="none", color=colour(m),
                                 label=None if len(ok) else name)
