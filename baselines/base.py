@@ -271,6 +271,11 @@ class Adapter(abc.ABC):
     signal: ClassVar[str] = ""
     #: Whether :meth:`fit` compares the training error with the trivial predictor.
     check_divergence: ClassVar[bool] = False
+    #: Whether the fitted model depends on ``lam`` (False for a method without a
+    #: regulariser, such as EigenPro's early-stopped KRR): a tuning search then
+    #: fits one of the configurations that differ in ``lam`` only and records
+    #: the others as the same model (:func:`joker.bench.trials.tuning.run_search`).
+    uses_lam: ClassVar[bool] = True
 
     # ------------------------------------------------------------------ class-level queries
 

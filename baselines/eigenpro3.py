@@ -254,6 +254,7 @@ class EigenPro3Adapter(EpochAdapter):
                        "preconditioner_level": 500, "max_batch": 8192, "plateau_rtol": 1e-3,
                        "check_divergence": True}
     signal = "training error per epoch"
+    uses_lam = False  # no regulariser: early stopping by epochs
     check_divergence = True
 
     @classmethod

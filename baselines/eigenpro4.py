@@ -357,6 +357,7 @@ class EigenPro4Adapter(EpochAdapter):
                        "data_level": 150, "n_nystrom_model": 3000, "model_level": 150, "max_critical_ratio": 0.5, "plateau_rtol": 1e-3,
                        "check_divergence": True}
     signal = "training error per epoch"
+    uses_lam = False  # no regulariser: early stopping by epochs
     check_divergence = True
 
     @classmethod

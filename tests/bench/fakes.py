@@ -140,3 +140,20 @@ class ScaleAdapter(FakeAdapter):
 
     def _decision(self, X):
         return X[:, 0] + 0.5 * X[:, 1]
+
+
+class NoLamAdapter(FakeAdapter):
+    """A method without a regulariser (``uses_lam = False``, like EigenPro): its model ignores lam.
+
+    Its fit sleeps ``0.4 * sigma`` s, so a configuration that is fitted
+    costs at least that and one recorded as the same model costs nothing.
+    """
+
+    name = "_test_tune_nolam"
+    uses_lam = False
+
+    def _fit(self, X, target):
+        time.sleep(0.4 * self.sigma)
+
+    def _decision(self, X):
+        return X[:, 0] + 0.5 * X[:, 1] + (0.0 if self.sigma < 1.5 else 3.0) * X[:, 2]

@@ -108,12 +108,32 @@ def test_every_method_gets_the_same_configurations(tuned):
         per.setdefault(r.data.tags["method"], set()).add((r.data.tags["tuning.sigma_factor"], r.data.tags["tuning.lam"]))
     assert set(per) == {"_test_tune", "_test_tune_slow"}
     assert per["_test_tune"] == per["_test_tune_slow"] == {("1.0", "0.1"), ("1.0", "1.0"), ("2.0", "0.1"), ("2.0", "1.0")}
-    assert len(search) == 8
+    assert len(search) == 8 and not any("tuning.same_as" in r.data.tags for r in search)  # both read lam
     for r in search:  # validation metrics only: a search never scores the test rows
         assert "val_accuracy" in r.data.metrics or r.data.tags["status"] != "ok"
         assert not any(k.startswith("test_") for k in r.data.metrics)
         cells = {x.info.run_id: x for x in tuned["runs"] if x.data.tags.get("tuning") == "cell"}
         assert r.data.tags["mlflow.parentRunId"] in cells
+
+
+def test_a_method_without_lam_fits_each_model_once_and_records_every_configuration(run_bench, tmp_path):
+    # _test_tune_nolam (uses_lam = False, like EigenPro): the configurations that differ in lam only are
+    # one model, fitted once; the others are recorded as the same model (same metrics, no fit time spent)
+    done = run_bench(["--config-name", "tune", "method=_test_tune_nolam", "tuning.untuned=false"], tmp_path,
+                     test_conf=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-5000:]
+    search = {(r.data.tags["tuning.sigma_factor"], r.data.tags["tuning.lam"]): r
+              for r in _runs(f"sqlite:///{tmp_path}/mlflow.db", "test_tune") if r.data.tags.get("tuning") == "search"}
+    assert len(search) == 4 and all(r.data.tags["status"] == "ok" for r in search.values())
+    for sigma, first_index in (("1.0", "0"), ("2.0", "2")):
+        first, dup = search[(sigma, "0.1")], search[(sigma, "1.0")]
+        assert "tuning.same_as" not in first.data.tags and dup.data.tags["tuning.same_as"] == first_index
+        assert "does not use lam" in dup.data.tags["reason"]
+        assert dup.data.metrics["val_accuracy"] == first.data.metrics["val_accuracy"]
+        assert dup.data.metrics["fit_seconds"] == first.data.metrics["fit_seconds"] >= 0.4 * float(sigma)
+        assert dup.data.metrics["wall_seconds"] < 0.2 < 0.4 * float(sigma) <= first.data.metrics["wall_seconds"]
+    # sigma 1 is the better model (sigma 2 adds noise): chosen at its first configuration, lam 0.1
+    assert _chosen(_runs(f"sqlite:///{tmp_path}/mlflow.db", "test_tune")) == {"_test_tune_nolam": ("1.0", "0.1")}
 
 
 def test_failed_configurations_are_recorded_and_the_others_go_on(tuned):

@@ -226,7 +226,9 @@ def run_cell(cfg: Any, spec: TrialSpec, store: Any, state: dict[str, Any] | None
                     extra_tags={TUNING_TAG: "search", CELL_TAG: cell_hash, "tuning.index": i,
                                 "tuning.sigma_factor": conf["sigma_factor"], "tuning.lam": conf["lam"],
                                 **({"tuning.epsilon_factor": conf["epsilon_factor"]} if "epsilon_factor" in conf
-                                   else {})})
+                                   else {}),
+                                **({"tuning.same_as": res["same_as"]}
+                                   if (res := outcomes[i].result or {}).get("same_as") is not None else {})})
             start_ms = end_ms
     rows = []
     for i in sorted(hashes):

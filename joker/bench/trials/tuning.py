@@ -29,7 +29,8 @@ import numpy as np
 from ..atomic import write_json_atomic
 from ..config.spec import TrialSpec
 
-__all__ = ["LOWER_IS_BETTER", "val_metric", "better", "select_config", "run_search", "config_path"]
+__all__ = ["LOWER_IS_BETTER", "val_metric", "better", "select_config", "run_search", "config_path", "model_key",
+           "same_model"]
 
 #: The metrics for which a smaller value is better (the others: larger is better).
 LOWER_IS_BETTER = ("rmse", "mse", "rel_error")
@@ -141,12 +142,18 @@ def run_search(spec: TrialSpec, progress: Any, res: dict[str, Any]) -> dict[str,
     base = dataclasses.replace(spec, sigma=float(sigma), tuning=None)
     kwargs = tr._prepare(base, cls, view, res)  # warm-up on the fit rows
     sigma0 = float(res["sigma_value"])
+    fitted: dict[tuple[Any, ...], tuple[int, dict[str, Any]]] = {}  # model key -> (index, result) of this process
     for conf in t.get("configs") or []:
         i = int(conf["index"])
         progress.note(config=i)
         progress("config")  # written now: the parent charges a kill from here on to this configuration
-        out: dict[str, Any] = {"status": "ok", "reason": "", "metrics": {}}
         t0 = time.perf_counter()
+        key = model_key(cls, conf)
+        if key in fitted:  # the same model as one fitted already (a method that does not read lam)
+            write_json_atomic(config_path(workdir, i), same_model(fitted[key], conf, cls, time.perf_counter() - t0),
+                              default=tr._json_default)
+            continue
+        out: dict[str, Any] = {"status": "ok", "reason": "", "metrics": {}}
         try:
             one = dataclasses.replace(base, lam=float(conf["lam"]))
             out["sigma_value"] = sigma0 * float(conf["sigma_factor"])
@@ -165,4 +172,45 @@ def run_search(spec: TrialSpec, progress: Any, res: dict[str, Any]) -> dict[str,
         out["wall_seconds"] = time.perf_counter() - t0
         out["config"] = conf
         write_json_atomic(config_path(workdir, i), out, default=tr._json_default)
+        fitted[key] = (i, out)
     return res
+
+
+def model_key(cls: Any, conf: dict[str, Any]) -> tuple[Any, ...]:
+    """What decides the model a configuration fits: (sigma factor, lam, epsilon factor).
+
+    ``lam`` is left out (``None``) for an adapter whose ``uses_lam`` is
+    False (EigenPro 3 and 4: no regulariser, early stopping by epochs), so
+    that configurations differing in ``lam`` only share one key.
+    """
+    lam = float(conf["lam"]) if getattr(cls, "uses_lam", True) else None
+    return (float(conf["sigma_factor"]), lam, conf.get("epsilon_factor"))
+
+
+def same_model(first: tuple[int, dict[str, Any]], conf: dict[str, Any], cls: Any, seconds: float) -> dict[str, Any]:
+    """The result of a configuration whose model was fitted already in this search (not fitted again).
+
+    Parameters
+    ----------
+    first : (int, dict)
+        The index and result of the configuration that fitted the model.
+    conf : dict
+        This configuration (``index``, ``sigma_factor``, ``lam``, ...).
+    cls : type
+        The adapter class (its ``name`` goes in the reason).
+    seconds : float
+        Wall seconds this configuration took (the copy only).
+
+    Returns
+    -------
+    dict
+        A copy of the first result: the same status, validation metrics and
+        ``fit_seconds`` (so that the tie rule, the faster fit, keeps the first
+        one), ``wall_seconds`` = ``seconds`` (what this configuration cost the
+        search), ``same_as`` = the first index, and a reason saying why.
+    """
+    index, out = first
+    note = f"the same model as configuration {index}: {getattr(cls, 'name', '') or 'the method'} does not use lam"
+    reason = f"{out['reason']}; {note}" if out.get("reason") else note
+    return {**out, "metrics": dict(out.get("metrics") or {}), "reason": reason, "same_as": index,
+            "wall_seconds": seconds, "config": conf}
