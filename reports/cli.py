@@ -8,6 +8,8 @@ no experiment's report is ever written over another's):
     table4.md     Table 4 (paper layout per quantity) and the cell details
     table4.tex    the same two tables, LaTeX booktabs (needs amssymb)
     table4.csv    one row per cell, full-precision numbers, run ids
+    tuned.csv     (tune=true) the same for the tuned final fits
+    tuned_settings.csv  (tune=true) per tuned cell: chosen setting, tuning seconds
     runs.csv      one row per run used
     not_used.csv  runs not used and why
     report.html   one self-contained page: tables, figures, run lists
@@ -63,7 +65,14 @@ class Report:
     figures : list of reports.figures.Figure
     paths : dict
         Output name (``markdown``, ``latex``, ``csv``, ``runs``,
-        ``not_used``, ``html``) -> path.
+        ``not_used``, ``html``; with tuned runs also ``tuned_csv`` and
+        ``tuned_settings``) -> path.
+    tuned_cells : pandas.DataFrame or None
+        The tuned final fits' cells (the columns of ``cells``), when the
+        experiment has tuned runs.
+    tuned_settings : pandas.DataFrame or None
+        One row per tuned cell: chosen setting, tuning seconds, validation
+        metrics (:func:`reports.tuned.summary`).
     """
 
     selection: Selection
@@ -71,6 +80,8 @@ class Report:
     cells: pd.DataFrame
     figures: list = field(default_factory=list)
     paths: dict = field(default_factory=dict)
+    tuned_cells: pd.DataFrame | None = None
+    tuned_settings: pd.DataFrame | None = None
 
 
 def failed_runs(runs: pd.DataFrame) -> pd.DataFrame:
@@ -154,6 +165,7 @@ def build_report(tracking_uri: str | None = None, experiment: str | None = None,
     if len(final):
         fruns = table.derive(final)
         fcells = table.cells(fruns)
+        rep.tuned_cells, rep.tuned_settings = fcells, tuned.summary(fruns, search)
         tuned_tables = [
             ("Tuned Table 4: test metric of the final fit (each method at its own best validation setting)",
              render.paper_layout(fcells, "metric")),
@@ -162,17 +174,12 @@ def build_report(tracking_uri: str | None = None, experiment: str | None = None,
             ("Tuned Table 4: fit memory of the final fit (MiB above the pre-fit baseline)",
              render.paper_layout(fcells, "memory")),
             ("Tuned cells: chosen setting, search cost (tuning s: all configurations), validation metrics",
-             tuned.summary(fruns, search)),
+             rep.tuned_settings),
         ]
         if make_figures:
-            fig, data = tuned.fig_val_vs_lam(search, table.dataset_order(fruns))
-            item = figures.Figure("val_vs_lam", "Validation metric vs lam, per method (best over sigma)", data)
-            if fig is None:
-                item.note = "no search run ended ok"
-            else:
-                item.png, item.pdf = figures.save(fig, out / "figures", "val_vs_lam")
-            rep.figures.append(item)
-            echo(f"  figure val_vs_lam: " + (str(item.png) if item.png else item.note))
+            figures.add(rep.figures, out / "figures", "val_vs_lam",
+                        "Validation metric vs lam, per method (best over sigma)",
+                        tuned.fig_val_vs_lam(search, table.dataset_order(fruns)), "no search run ended ok", echo)
 
     scaling_tables = []
     if len(runs) and scaling.is_scaling(runs):  # a sweep over n_train (sweeps/scaling.yaml)
@@ -182,11 +189,8 @@ def build_report(tracking_uri: str | None = None, experiment: str | None = None,
         scaling_tables = [("Scaling: fitted exponent a of fit time ~ n_train^a (and of fit memory), "
                            "least squares in log-log over the sizes that ended ok", slope)]
         if make_figures:
-            fig, data = scaling.fig_scaling(runs, table.dataset_order(runs))
-            item = figures.Figure("scaling", "Fit time and fit memory against n_train (log-log)", data)
-            item.png, item.pdf = figures.save(fig, out / "figures", "scaling")
-            rep.figures.append(item)
-            echo(f"  figure scaling: {item.png}")
+            figures.add(rep.figures, out / "figures", "scaling", "Fit time and fit memory against n_train (log-log)",
+                        scaling.fig_scaling(runs, table.dataset_order(runs)), "no size ended ok", echo)
 
     refs = (published.cited(cells), published.other_sizes(cells))
     tables = _tables(cells) + tuned_tables + scaling_tables
@@ -284,9 +288,19 @@ def _write(out: Path, sel: Selection, rep: Report, tables, failed, refs, when) -
                                 f"Table 4 ({sel.experiment})", "tab:table4"))
         tex.append(render.latex(render.details(rep.cells), f"Table 4 details ({sel.experiment})",
                                 "tab:table4-details"))
+    if rep.tuned_cells is not None and len(rep.tuned_cells):
+        tex.append(render.latex(render.paper_layout_tex(rep.tuned_cells),
+                                f"Tuned Table 4: final fits at each method's best validation setting "
+                                f"({sel.experiment})", "tab:table4-tuned"))
+        tex.append(render.latex(rep.tuned_settings, f"Tuned cells: chosen setting and search cost "
+                                f"({sel.experiment})", "tab:table4-tuned-settings"))
     paths["latex"].write_text("\n".join(tex), encoding="utf-8")
 
     rep.cells.to_csv(paths["csv"], index=False)
+    if rep.tuned_cells is not None and len(rep.tuned_cells):
+        paths["tuned_csv"], paths["tuned_settings"] = out / "tuned.csv", out / "tuned_settings.csv"
+        rep.tuned_cells.to_csv(paths["tuned_csv"], index=False)
+        rep.tuned_settings.to_csv(paths["tuned_settings"], index=False)
     cols = [c for c in RUN_COLUMNS if c in rep.runs] + sorted(
         c for c in rep.runs if c.startswith("plan."))
     rep.runs[cols].to_csv(paths["runs"], index=False)

@@ -61,6 +61,40 @@ class Figure:
     note: str = ""
 
 
+def add(figures: list, out_dir: Path, name: str, title: str, drawn, empty_note: str, echo=print) -> Figure:
+    """Save one drawn figure (or note why there is none), append it to ``figures`` and echo where it is.
+
+    Parameters
+    ----------
+    figures : list of Figure
+        The report's figures; the new one is appended.
+    out_dir : pathlib.Path
+        Folder of the PNG and PDF files (:func:`save`).
+    name, title : str
+        File stem and caption.
+    drawn : (matplotlib.figure.Figure or None, pandas.DataFrame)
+        What a figure function returns: the figure (``None`` when it has no
+        data) and the plotted data.
+    empty_note : str
+        The note shown instead of a figure when there is none.
+    echo : callable
+        Prints one line (the figure's path or its note).
+
+    Returns
+    -------
+    Figure
+    """
+    fig, data = drawn
+    item = Figure(name, title, data)
+    if fig is None:
+        item.note = empty_note
+    else:
+        item.png, item.pdf = save(fig, out_dir, name)
+    figures.append(item)
+    echo(f"  figure {name}: " + (str(item.png) if item.png else item.note))
+    return item
+
+
 def _plain_log(ax, axis: str = "y", base: float = 10, values=None) -> None:
     """Log scale on ``axis`` with plain tick labels (300, 1000, not 3x10^2).
 
@@ -345,13 +379,7 @@ def make_all(runs: pd.DataFrame, cells: pd.DataFrame, hist: pd.DataFrame,
          fig_rff, runs, "skipped: no sweep varies n_components of joker-inexact "
          "(needs runs at two or more values on one dataset)"),
     ]
-    out = []
+    out: list[Figure] = []
     for name, title, func, arg, empty_note in specs:
-        fig, data = func(arg, order)
-        item = Figure(name, title, data)
-        if fig is None:
-            item.note = empty_note
-        else:
-            item.png, item.pdf = save(fig, out_dir, name)
-        out.append(item)
+        add(out, out_dir, name, title, func(arg, order), empty_note, echo=lambda *_: None)
     return out

@@ -172,6 +172,20 @@ def _size(cell) -> str:
     return text + (f" × {int(n[2])}" if n[2] is not None and not pd.isna(n[2]) else "")
 
 
+def _sizes(group: pd.DataFrame) -> str:
+    """The size column of one row of :func:`paper_layout`: one size, or the range of a size sweep.
+
+    Cells of one (dataset, budget) at several ``n_train`` (a scaling sweep;
+    each size is its own column) give ``5,000 ... 196,045 / 10,000 × 3``,
+    the smallest and the largest training size, not every size run together.
+    """
+    n = sorted({int(v) for v in group["n_train_median"].dropna()}) if "n_train_median" in group else []
+    if len(n) < 2:
+        return _first(_size(c) for _, c in group.iterrows())
+    rest = _first(_size(c).split(" / ", 1)[1] for _, c in group.iterrows() if _size(c))
+    return f"{n[0]:,} ... {n[-1]:,} / {rest}"
+
+
 def _first(values) -> str:
     """Distinct non-empty strings, ``/``-joined, in first-seen order."""
     return "/".join(dict.fromkeys(str(v) for v in values if str(v) not in ("", "nan", "None")))
@@ -201,7 +215,7 @@ def paper_layout(cells: pd.DataFrame, quantity: str) -> pd.DataFrame:
     head = ["dataset", SIZE] + (["metric"] if quantity == "metric" else []) + ["budget"]
     rows = []
     for (dataset, budget), group in cells.groupby(["dataset", "budget"], sort=False):
-        row = {"dataset": dataset, SIZE: _first(_size(c) for _, c in group.iterrows()),
+        row = {"dataset": dataset, SIZE: _sizes(group),
                "metric": vocab.metric_label(group["metric_name"].iloc[0], dataset),
                "budget": budget}
         row.update({m: "" for m in methods})

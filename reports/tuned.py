@@ -107,11 +107,14 @@ def fig_val_vs_lam(search: pd.DataFrame, order=None):
 
     rows = []
     for _, r in search.iterrows():
-        vname = val_name(r.get("primary_metric") or "")
+        primary = r.get("primary_metric") or ""
+        vname = val_name(primary)
         value = _num(r.get(vname))
         if r.get("status") == "ok" and math.isfinite(value):
+            # shown in the test metric's unit (accuracy in %, as in the tables)
             rows.append({"dataset": r["dataset"], "method": r["method"], "lam": _num(r.get("params.lam")),
-                         "metric": vname, "value": value * vocab.metric_scale(vname),
+                         "metric": vname, "value": value * vocab.metric_scale(primary),
+                         "label": vocab.metric_label(primary, r["dataset"]).replace("test", "validation", 1),
                          "lower": vname.split("_", 1)[-1] in ("rmse", "mse", "rel_error")})
     data = pd.DataFrame(rows)
     if data.empty:
@@ -128,7 +131,13 @@ def fig_val_vs_lam(search: pd.DataFrame, order=None):
         ax.set_xscale("log")
         ax.set_title(ds)
         ax.set_xlabel("lam")
-        ax.set_ylabel(f"{part['metric'].iloc[0]} (best over sigma)")
-    axes[0][-1].legend(fontsize=7, loc="best")
+        ax.set_ylabel(f"{part['label'].iloc[0]}, best over sigma")
+    handles, labels = [], []  # one legend for all panels, outside them (a method may miss a panel)
+    for a in axes.flat:
+        for h, lab in zip(*a.get_legend_handles_labels()):
+            if lab not in labels:
+                handles.append(h)
+                labels.append(lab)
+    fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=7, frameon=False)
     fig.tight_layout()
     return fig, data

@@ -73,6 +73,9 @@ def test_the_report_draws_the_scaling_figure_and_its_slope_table(swept, tmp_path
     assert len(fig.data[(fig.data["kind"] == "ok") & (fig.data["y"] == "fit_seconds")]) == 6
     md = (tmp_path / "r" / "table4.md").read_text()
     assert "Scaling: fitted exponent a of fit time" in md
+    from reports.render import SIZE, paper_layout
+    sizes = set(paper_layout(rep.cells, "time")[SIZE])  # the range of the sweep's sizes, not all run together
+    assert len(sizes) == 1 and next(iter(sizes)).startswith("100 ... 800 / "), sizes
     table = scaling.slopes(scaling.points(rep.runs)).set_index("method")
     # the table's exponent is the log-log least-squares slope of the recorded fit seconds (0.002 n s of
     # sleep plus a constant: between 0 and 1)

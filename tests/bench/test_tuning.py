@@ -183,7 +183,17 @@ def test_report_has_the_tuned_table_and_figure(tuned, tmp_path):
     md = (tmp_path / "r" / "table4.md").read_text()
     assert "Tuned Table 4: test metric" in md and "Tuned cells" in md
     assert "_test_tune_slow" in md and "| 4 " in md or "4 " in md
-    assert any(f.name == "val_vs_lam" and f.png is not None for f in rep.figures)
+    fig = next(f for f in rep.figures if f.name == "val_vs_lam")
+    assert fig.png is not None
+    # the figure shows accuracy in % (the tables' unit), not as a fraction
+    assert fig.data["value"].max() > 90.0 and set(fig.data["label"]) == {"validation accuracy (%)"}
+    tex = (tmp_path / "r" / "table4.tex").read_text()
+    assert "Tuned Table 4" in tex and "tab:table4-tuned-settings" in tex
+    import pandas as pd
+    tuned_csv = pd.read_csv(rep.paths["tuned_csv"])
+    settings = pd.read_csv(rep.paths["tuned_settings"])
+    assert sorted(tuned_csv["method"]) == sorted(settings["method"]) == ["_test_tune", "_test_tune_slow"]
+    assert set(settings["lam"]) == {0.1} and set(settings["sigma factor"]) == {1.0}
     # every cell also ran its untuned trial (tuning.untuned): the untuned tables are there, one row per method
     assert sorted(rep.runs["method"]) == ["_test_tune", "_test_tune_slow"]
 
