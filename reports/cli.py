@@ -165,7 +165,7 @@ def build_report(tracking_uri: str | None = None, experiment: str | None = None,
     if len(final):
         fruns = table.derive(final)
         fcells = table.cells(fruns)
-        rep.tuned_cells, rep.tuned_settings = fcells, tuned.summary(fruns, search)
+        rep.tuned_cells, rep.tuned_settings = fcells, tuned.summary(fruns, search, formatted=False)
         tuned_tables = [
             ("Tuned Table 4: test metric of the final fit (each method at its own best validation setting)",
              render.paper_layout(fcells, "metric")),
@@ -174,7 +174,7 @@ def build_report(tracking_uri: str | None = None, experiment: str | None = None,
             ("Tuned Table 4: fit memory of the final fit (MiB above the pre-fit baseline)",
              render.paper_layout(fcells, "memory")),
             ("Tuned cells: chosen setting, search cost (tuning s: all configurations), validation metrics",
-             rep.tuned_settings),
+             tuned.formatted_numbers(rep.tuned_settings)),
         ]
         if make_figures:
             figures.add(rep.figures, out / "figures", "val_vs_lam",
@@ -292,8 +292,9 @@ def _write(out: Path, sel: Selection, rep: Report, tables, failed, refs, when) -
         tex.append(render.latex(render.paper_layout_tex(rep.tuned_cells),
                                 f"Tuned Table 4: final fits at each method's best validation setting "
                                 f"({sel.experiment})", "tab:table4-tuned"))
-        tex.append(render.latex(rep.tuned_settings, f"Tuned cells: chosen setting and search cost "
-                                f"({sel.experiment})", "tab:table4-tuned-settings"))
+        tex.append(render.latex(tuned.formatted_numbers(rep.tuned_settings),
+                                f"Tuned cells: chosen setting and search cost ({sel.experiment})",
+                                "tab:table4-tuned-settings"))
     paths["latex"].write_text("\n".join(tex), encoding="utf-8")
 
     rep.cells.to_csv(paths["csv"], index=False)

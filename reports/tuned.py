@@ -17,7 +17,7 @@ import pandas as pd
 
 from . import vocab
 
-__all__ = ["split", "summary", "fig_val_vs_lam", "val_name"]
+__all__ = ["split", "summary", "formatted_numbers", "fig_val_vs_lam", "val_name"]
 
 
 def split(runs: pd.DataFrame):
@@ -49,7 +49,7 @@ def _num(x) -> float:
         return math.nan
 
 
-def summary(final: pd.DataFrame, search: pd.DataFrame) -> pd.DataFrame:
+def summary(final: pd.DataFrame, search: pd.DataFrame, formatted: bool = True) -> pd.DataFrame:
     """One row per tuned cell: the final fit's numbers, the chosen setting and the tuning cost.
 
     Parameters
@@ -58,6 +58,9 @@ def summary(final: pd.DataFrame, search: pd.DataFrame) -> pd.DataFrame:
         Derived final-fit runs (:func:`reports.table.derive`).
     search : pandas.DataFrame
         Search runs (tag ``tuning_cell`` links them to their final fit).
+    formatted : bool, default True
+        Numbers as 4-significant-digit strings and ``-`` for none (the
+        tables); False keeps full-precision floats and NaN (``tuned_settings.csv``).
 
     Returns
     -------
@@ -87,6 +90,12 @@ def summary(final: pd.DataFrame, search: pd.DataFrame) -> pd.DataFrame:
                                  if len(untuned) and vname in untuned else math.nan),
         })
     frame = pd.DataFrame(rows)
+    return formatted_numbers(frame) if formatted else frame
+
+
+def formatted_numbers(frame: pd.DataFrame) -> pd.DataFrame:
+    """A copy of ``frame`` with its float columns as 4-significant-digit strings, ``-`` for NaN/inf."""
+    frame = frame.copy()
     for col in frame.columns:
         if frame[col].dtype.kind == "f":
             frame[col] = [f"{v:.4g}" if isinstance(v, float) and math.isfinite(v) else "-" for v in frame[col]]

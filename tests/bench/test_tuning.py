@@ -194,6 +194,10 @@ def test_report_has_the_tuned_table_and_figure(tuned, tmp_path):
     settings = pd.read_csv(rep.paths["tuned_settings"])
     assert sorted(tuned_csv["method"]) == sorted(settings["method"]) == ["_test_tune", "_test_tune_slow"]
     assert set(settings["lam"]) == {0.1} and set(settings["sigma factor"]) == {1.0}
+    # the CSV keeps full precision (the tables round to 4 digits)
+    assert list(settings["tuning s"]) == [r.data.metrics["tuning_seconds"] for m in settings["method"]
+                                          for r in tuned["runs"] if r.data.tags.get("tuning") == "final"
+                                          and r.data.tags["method"] == m]
     # every cell also ran its untuned trial (tuning.untuned): the untuned tables are there, one row per method
     assert sorted(rep.runs["method"]) == ["_test_tune", "_test_tune_slow"]
 
