@@ -209,6 +209,14 @@ class _RFFBlock:
         self.PsiT = self.Psi.T  # one transposed view for every product of the block
         self._theta = op.theta
         self._f = None
+        self._K = None
+
+    @property
+    def K(self):
+        """K_BB = Psi_B Psi_B^T, shape (|B|, |B|), formed at its first read (b^2 M flops; the exact block solver's matrix)."""
+        if self._K is None:
+            self._K = self.Psi @ self.PsiT
+        return self._K
 
     @property
     def f(self):

@@ -193,7 +193,8 @@ class SolverOptions:
         ``max_tr_iter`` (``max_cg_iter``, ``cg_rtol`` and ``max_restarts``
         are CG's); its counters are read once per epoch.
         "cd": exact coordinate descent on the dense block
-        (:mod:`joker.block_cd`; exact kernel, CPU, Numba); a sweep counts as
+        (:mod:`joker.block_cd`; CPU, Numba; with random features the block
+        K_BB = Psi_B Psi_B^T is formed first, b^2 M flops); a sweep counts as
         one CG iteration of the budget (up to ``max_cd_sweeps``). For the
         logistic loss the trust region becomes a box, |s_i| <= radius (the
         inf-norm region of box-constrained trust-region methods), so the
@@ -480,9 +481,12 @@ class _Run:
 
     def _coordinate_inner(self, op, loss, device):
         """Whether block visits use the coordinate solver (``inner``; ValueError when "cd" cannot run)."""
-        fits = op.maintains_decision and block_cd.available(device)
+        # Random features too: their block K_BB = Psi_B Psi_B^T is formed once per visit (b^2 M flops) and
+        # solved exactly. Measured (ijcnn1 20k, squared hinge, lam 1e-3, M 2048, block 256, 50 epochs):
+        # CG visits 229 s, gap 0.51; the compiled exact solver 58 s, gap 0.017.
+        fits = block_cd.available(device)
         if self.opts.inner == "cd" and not fits:
-            raise ValueError("inner='cd' needs the exact kernel, a CPU device and numba; use inner='cg' or 'auto'")
+            raise ValueError("inner='cd' needs a CPU device and numba; use inner='cg' or 'auto'")
         if self.opts.inner == "auto":
             # No bound and no kink (KRR): the block model is a plain SPD system, where CG's Krylov
             # steps need no active set; measured on 2,000 rows: equal epochs, CG 0.13 s vs CD 0.18 s

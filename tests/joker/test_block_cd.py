@@ -112,11 +112,26 @@ def test_shrinking_never_leaves_out_rows_of_an_unbounded_loss():
 
 
 def test_inner_option_is_checked():
-    X, Y = _hinge_problem(50)
-    with pytest.raises(ValueError, match="inner='cd' needs the exact kernel"):
-        JokerRegressor(sigma=1.0, n_components=16, solver_options={"inner": "cd"}).fit(X.numpy(), Y.numpy().ravel())
     with pytest.raises(ValueError, match="inner='newton'"):
         SolverOptions(inner="newton")
+
+
+@pytest.mark.parametrize("loss_name", ["hinge", "squared_hinge", "logistic"])
+def test_random_feature_blocks_solved_by_cd_reach_the_cg_optimum(loss_name):
+    # random features: the block's K_BB = Psi_B Psi_B^T is formed and solved by the coordinate solver;
+    # the same features (same seed) give the same dual problem, so both inner solvers reach one optimum
+    from joker.estimators import JokerClassifier
+
+    X, Y = _hinge_problem(300)
+    fits = {inner: JokerClassifier(loss=loss_name, sigma=1.0, lam=0.1, n_components=64, block_size=64, tol=1e-8,
+                                   max_epochs=2000, random_state=0, solver_options={"inner": inner}
+                                   ).fit(X.numpy(), Y.numpy().ravel())
+            for inner in ("cg", "cd")}
+    assert all(f.converged_ for f in fits.values())
+    assert fits["cd"].dual_gap_ <= 1e-8 and fits["cg"].dual_gap_ <= 1e-8
+    rel = abs(fits["cd"].dual_objective_ - fits["cg"].dual_objective_) / abs(fits["cg"].dual_objective_)
+    assert rel < 1e-6
+    np.testing.assert_allclose(fits["cd"].coef_, fits["cg"].coef_, rtol=0, atol=1e-3 * np.abs(fits["cg"].coef_).max())
 
 
 def test_estimators_accept_the_options():
