@@ -39,3 +39,36 @@ def test_fit_memory_of_nothing_is_small():
     r = FitMemory().start().stop()
     assert 0 <= r.fit_bytes < 8 * MIB
     assert r.peak >= r.baseline > 0
+
+
+class _Node:
+    """A reference cycle (self.me = self): only the cyclic collector frees it."""
+
+    def __init__(self):
+        self.me = self
+
+
+def test_freeze_survivors_collects_garbage_first_and_later_cycles_are_still_collected():
+    import gc
+    import weakref
+
+    from joker.bench.measure.fitmem import freeze_survivors, release_free_memory
+
+    gc.disable()  # no automatic collection between the steps
+    try:
+        dropped = _Node()
+        dead_before = weakref.ref(dropped)
+        del dropped
+        kept = _Node()
+        freeze_survivors()
+        assert dead_before() is None  # garbage at the call is collected, not frozen
+        assert gc.get_freeze_count() > 0
+        later = _Node()
+        dead_after = weakref.ref(later)
+        del later
+        release_free_memory()
+        assert dead_after() is None  # a cycle made after the freeze is collected as before
+        assert kept.me is kept
+    finally:
+        gc.unfreeze()
+        gc.enable()

@@ -27,7 +27,7 @@ import gc
 import threading
 from dataclasses import dataclass
 
-__all__ = ["FitMemory", "FitMemoryResult", "rss_bytes", "release_free_memory"]
+__all__ = ["FitMemory", "FitMemoryResult", "rss_bytes", "release_free_memory", "freeze_survivors"]
 
 
 def rss_bytes() -> tuple[int, int]:
@@ -54,6 +54,23 @@ def release_free_memory() -> None:
             ctypes.CDLL(name).malloc_trim(0)
         except (OSError, AttributeError):  # pragma: no cover - not glibc
             pass
+
+
+def freeze_survivors() -> None:
+    """Collect garbage, then exempt every surviving object from later collections (``gc.freeze``).
+
+    A trial's process holds some 280,000 objects after its imports (torch,
+    SciPy, scikit-learn), and every full ``gc.collect()`` walks them all:
+    0.15-0.17 s each here, twice per measured fit, 5.5 s of a tuned cell's
+    16 searched configurations. Called once the pre-fit work is done, after
+    which :func:`release_free_memory` walks only what was made since (the
+    models, their results). Nothing that is garbage at the call is frozen
+    (it is collected first), and reference counting still frees frozen
+    objects; only a reference cycle among them would stay until the
+    process ends.
+    """
+    gc.collect()
+    gc.freeze()
 
 
 def _reset_peak() -> bool:

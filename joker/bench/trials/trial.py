@@ -39,7 +39,7 @@ from baselines.threads import limit_threads
 from . import scoring
 from ..atomic import write_json_atomic
 from ..measure.contention import CpuWindow
-from ..measure.fitmem import FitMemory, release_free_memory, rss_bytes
+from ..measure.fitmem import FitMemory, freeze_survivors, release_free_memory, rss_bytes
 from ..config.paths import repo_root
 from ..records.record import MIB
 from .sigma_cache import median_sigma_cached
@@ -448,6 +448,7 @@ def _prepare(spec: TrialSpec, cls: type[Adapter], ds: Any, res: dict[str, Any]) 
     if spec.device.is_cuda:
         _cuda_setup(spec, res["metrics"])
     _warm_up(spec, cls, ds, kwargs, res)
+    freeze_survivors()  # imports, data, warm-up: later collections before each fit skip them
     res["thread_info"] = limit_threads(spec.threads)
     res["warmup_seconds"] = time.perf_counter() - t
     return kwargs
