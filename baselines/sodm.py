@@ -19,6 +19,10 @@ workers and the n x S landmark factor. Level 0 is the full problem, so
 with the exact kernel the plan cannot be smaller than exact Joker's own; when
 no exact block size fits, the plan switches to random features
 (``rff_fallback``) or the budget check refuses the trial with the estimate.
+With the exact kernel the plan adds a kernel row cache, as exact Joker's
+(:func:`baselines.joker_solver.joker_cache_plan`: half of what the budget
+leaves beside that estimate, at most the n x n kernel). The final level's
+solve keeps all of it; the concurrent partition solves of a level share it.
 
 Convergence signal: the final level's relative duality gap and KKT residual
 (Joker's certificate); ``history`` has one row per level (partitions, rows,
@@ -33,7 +37,8 @@ from typing import Any
 import numpy as np
 
 from .base import Adapter, Budget, torch_threads
-from .joker_solver import MIN_BLOCK, MIN_COMPONENTS, _halvings, joker_exact_bytes, joker_inexact_bytes
+from .joker_solver import (MIN_BLOCK, MIN_COMPONENTS, _halvings, joker_cache_plan, joker_exact_bytes,
+                           joker_inexact_bytes)
 
 __all__ = ["SODMAdapter", "sodm_bytes"]
 
@@ -79,6 +84,10 @@ class SODMAdapter(Adapter):
         Joker's, for the final level (``max_epochs`` for every solve).
     block_size : int or None, default None
         Fixed block size; None: the largest that fits (up to ``max_block_size``).
+    cache_size : float or None, default None
+        MiB of cached kernel rows (exact kernel), shared by the solves of a
+        level (:class:`joker.sodm.SODMClassifier` ``cache_size``); None:
+        planned from the budget as exact Joker's cache.
     max_block_size : int, default 256
     n_components : int or None, default None
         Random Fourier features for every level; None: exact kernel if it
@@ -99,7 +108,7 @@ class SODMAdapter(Adapter):
     option_defaults: dict[str, Any] = {
         "levels": 6, "n_landmarks": 50, "local_tol": 1e-2, "n_jobs": None, "scheduler": None,
         "tol": 1e-3, "kkt_tol": None, "max_epochs": 100, "max_time": None, "odm_theta": None, "odm_upsilon": None,
-        "solver_options": None, "block_size": None, "max_block_size": 256, "n_components": None,
+        "solver_options": None, "block_size": None, "cache_size": None, "max_block_size": 256, "n_components": None,
         "max_components": 4096, "rff_fallback": True,
     }
 
@@ -122,7 +131,8 @@ class SODMAdapter(Adapter):
         if fixed_m is None:
             for b in blocks:
                 if est(b) <= limit:
-                    return {"block_size": b, "n_components": None, "levels": L, "n_jobs": jobs, "est_bytes": est(b)}
+                    return {"block_size": b, "n_components": None, "levels": L, "n_jobs": jobs, "est_bytes": est(b),
+                            **joker_cache_plan(o["cache_size"], limit - est(b), n, dsz)}
             if not o["rff_fallback"]:  # the base class refuses it: "cannot hold the smallest setting"
                 return {"block_size": blocks[-1], "n_components": None, "levels": L, "n_jobs": jobs,
                         "est_bytes": est(blocks[-1])}
@@ -143,6 +153,7 @@ class SODMAdapter(Adapter):
         kwargs = dict(levels=self.levels_, n_landmarks=int(o["n_landmarks"]), local_tol=float(o["local_tol"]),
                       n_jobs=int(p["n_jobs"]), scheduler=o["scheduler"], lam=self.lam, sigma=self.sigma,
                       kernel=self.kernel, n_components=p["n_components"], block_size=int(p["block_size"]),
+                      cache_size=p["cache_size"] if p.get("cache_size") is not None else 0.0,
                       tol=float(o["tol"]), kkt_tol=o["kkt_tol"], max_epochs=int(o["max_epochs"]),
                       max_time=o["max_time"], dtype=self.dtype, device=self.device,
                       solver_options=o["solver_options"], random_state=self.seed)

@@ -113,6 +113,14 @@ class SODMClassifier(BinaryClassifierMixin, BaseEstimator):
     n_components : int or None, default None
         None: exact kernel; M: M random Fourier features (one feature map,
         seeded by ``random_state``, shared by every level).
+    cache_size : float or "auto", default "auto"
+        MiB of exact-kernel rows that the solves of one level keep together
+        (:class:`joker.JokerClassifier`'s ``cache_size``): the final level's
+        one solve keeps all of it, each of a level's concurrent partition
+        solves ``cache_size / min(workers, partitions)`` (workers: ``n_jobs``,
+        or every partition of the level on a Dask cluster). A partition's
+        solve never holds more than its own m x m kernel. "auto": each solve
+        uses the estimator's own "auto". No effect with random features.
     block_size, tol, kkt_tol, max_epochs, max_time, dtype, device, solver_options
         As in :class:`joker.JokerClassifier`; ``tol``/``kkt_tol`` apply to the
         final level, ``max_epochs`` to every solve, ``max_time`` (seconds)
@@ -149,7 +157,7 @@ class SODMClassifier(BinaryClassifierMixin, BaseEstimator):
 
     def __init__(self, levels=6, n_landmarks=50, local_tol=1e-2, n_jobs=-1, threads_per_job=1, scheduler=None,
                  lam=1.0, sigma="median", kernel="gaussian", odm_theta=0.1, odm_upsilon=0.5, n_components=None,
-                 block_size=DEFAULTS.block_size, tol=DEFAULTS.tol, kkt_tol=DEFAULTS.kkt_tol,
+                 cache_size="auto", block_size=DEFAULTS.block_size, tol=DEFAULTS.tol, kkt_tol=DEFAULTS.kkt_tol,
                  max_epochs=DEFAULTS.max_epochs, max_time=DEFAULTS.max_time, dtype="float64", device="cpu",
                  solver_options=None, random_state=0):
         self.levels = levels
@@ -164,6 +172,7 @@ class SODMClassifier(BinaryClassifierMixin, BaseEstimator):
         self.odm_theta = odm_theta
         self.odm_upsilon = odm_upsilon
         self.n_components = n_components
+        self.cache_size = cache_size
         self.block_size = block_size
         self.tol = tol
         self.kkt_tol = kkt_tol
@@ -187,15 +196,22 @@ class SODMClassifier(BinaryClassifierMixin, BaseEstimator):
         if not isinstance(self.random_state, numbers.Integral):
             raise ValueError(f"random_state must be an int (it seeds the split and every solve), "
                              f"got {self.random_state!r}")
+        auto = isinstance(self.cache_size, str) and self.cache_size == "auto"
+        if not auto and (isinstance(self.cache_size, bool) or not isinstance(self.cache_size, numbers.Real)
+                         or not (np.isfinite(self.cache_size) and self.cache_size >= 0)):
+            raise ValueError(f"cache_size must be \"auto\" or a number of MiB >= 0 (0: no cache), "
+                             f"got {self.cache_size!r}")
         if self.scheduler is not None and not isinstance(self.scheduler, str):
             raise ValueError(f"scheduler must be None or a Dask scheduler address, got {self.scheduler!r}")
 
-    def _joker_params(self, lam, tol, kkt_tol, max_time):
+    def _joker_params(self, lam, tol, kkt_tol, max_time, share=1):
+        """JokerClassifier parameters of one solve; ``share``: solves of the level running at once."""
+        cache = self.cache_size if isinstance(self.cache_size, str) else float(self.cache_size) / share
         return dict(loss="odm", kernel=self.kernel, sigma=self.sigma_, lam=lam, n_components=self.n_components,
-                    block_size=self.block_size, tol=tol, kkt_tol=kkt_tol, max_epochs=self.max_epochs,
-                    max_time=max_time, odm_theta=self.odm_theta, odm_upsilon=self.odm_upsilon,
-                    device=self.device, dtype=self.dtype, random_state=int(self.random_state),
-                    solver_options=self.solver_options)
+                    cache_size=cache, block_size=self.block_size, tol=tol, kkt_tol=kkt_tol,
+                    max_epochs=self.max_epochs, max_time=max_time, odm_theta=self.odm_theta,
+                    odm_upsilon=self.odm_upsilon, device=self.device, dtype=self.dtype,
+                    random_state=int(self.random_state), solver_options=self.solver_options)
 
     # ------------------------------------------------------------------ fit
     def fit(self, X, y):
@@ -266,11 +282,17 @@ class SODMClassifier(BinaryClassifierMixin, BaseEstimator):
         t0 = time.perf_counter()
         groups = self.partition_ >> (int(self.levels) - level)  # partitions 2j, 2j+1 of level l+1 -> j
         tasks, rows = [], []
+        if client is not None:  # the cluster may run every partition at once
+            share = 2 ** level
+        else:  # joblib's count of n_jobs (-1: every core it sees, -2: all but one, ...)
+            from joblib import effective_n_jobs
+
+            share = min(int(effective_n_jobs(int(self.n_jobs))), 2 ** level)
         for g in range(2 ** level):
             idx = np.flatnonzero(groups == g)
             lam_g = float(self.lam) * len(idx) / n
             alpha0 = None if beta is None else beta[idx] / lam_g
-            params = self._joker_params(lam_g, self.local_tol, None, None)
+            params = self._joker_params(lam_g, self.local_tol, None, None, share)
             tasks.append((X[idx], Y[idx], alpha0, params, int(self.threads_per_job)))
             rows.append((idx, lam_g))
         results = map_level(solve_partition, tasks, n_jobs=int(self.n_jobs), client=client)

@@ -51,3 +51,25 @@ def test_levels_shrink_to_the_smallest_class_and_history_has_one_row_per_level(h
     assert conv["final"] == conv["history"][-1]["gap"] == conv["dual_gap"]
     assert conv["converged"] == (conv["dual_gap"] <= 1e-3 and conv["kkt_residual"] <= 1e-3 ** 0.5)
     assert adapter.describe()["conversions"]["lambda_odm"] == pytest.approx(300 / 0.1)
+
+
+def test_an_exact_plan_gives_sodm_exact_jokers_kernel_cache_and_the_fit_uses_it(higgs):
+    n, d = higgs.Xtr.shape
+    plan = contract_adapter("sodm", higgs.sigma).plan(BUDGET_256, n, d)
+    spare = BUDGET_256.host_bytes - plan["est_bytes"]
+    # half of what the budget leaves beside the working set, at most the n x n kernel (joker_cache_plan)
+    assert plan["cache_size"] * 2**20 == pytest.approx(min(spare // 2, n * n * 8))
+    assert plan["cache_rows"] == min(n, int(plan["cache_size"] * 2**20) // (n * 8))
+    X, y = higgs.Xtr[:600], higgs.ytr[:600]
+    adapter = contract_adapter("sodm", higgs.sigma, levels=2, n_jobs=1)
+    small = adapter.plan(BUDGET_256, *X.shape)
+    adapter.fit(X, y)
+    final = adapter.model_.model_
+    assert final.cache_size == pytest.approx(small["cache_size"])
+    assert final.cache_size_ == pytest.approx(600 * 600 * 8 / 2**20)  # 600 rows: the whole kernel is cached
+    fixed = contract_adapter("sodm", higgs.sigma, levels=2, n_jobs=1, cache_size=0.0)
+    assert fixed.plan(BUDGET_256, *X.shape)["cache_size"] == 0.0
+    fixed.fit(X, y)
+    assert fixed.model_.model_.cache_size_ == 0.0
+    np.testing.assert_allclose(adapter.decision_function(higgs.Xte), fixed.decision_function(higgs.Xte),
+                               rtol=0, atol=1e-9)

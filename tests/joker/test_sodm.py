@@ -154,3 +154,34 @@ def test_predict_on_the_wrong_width_names_sodm(wrong):
     model = SODMClassifier(levels=1, n_landmarks=5, n_jobs=1).fit(X, y)
     with pytest.raises(ValueError, match="^X has 2 features, but SODMClassifier is expecting 3 features as input.$"):
         model.predict(wrong(X))
+
+
+@pytest.mark.parametrize("n_jobs", [2, 3])
+def test_a_kernel_cache_changes_no_iterate_and_the_solves_of_a_level_share_it(monkeypatch, n_jobs):
+    import joker.sodm.driver as driver
+
+    seen = []  # (level partitions, cache_size of each solve)
+
+    def serial_map(fn, tasks, n_jobs=1, client=None):
+        seen.append((len(tasks), [t[3]["cache_size"] for t in tasks]))
+        return [fn(*t) for t in tasks]
+
+    X, y = _binary(n=600, seed=5)
+    kw = dict(levels=2, sigma=1.5, lam=1.0, tol=1e-8, random_state=0)
+    plain = SODMClassifier(n_jobs=1, cache_size=0, **kw).fit(X, y)
+    monkeypatch.setattr(driver, "map_level", serial_map)
+    cached = SODMClassifier(n_jobs=n_jobs, cache_size=8.0, **kw).fit(X, y)
+    # level 2: 4 partitions, min(n_jobs, 4) at once; level 1: 2 partitions, min(n_jobs, 2) = 2 at once
+    assert seen == [(4, [8.0 / min(n_jobs, 4)] * 4), (2, [4.0, 4.0])]
+    assert cached.model_.cache_size == 8.0
+    assert cached.model_.cache_size_ == pytest.approx(600 * 600 * 8 / 2**20)  # the whole 600 x 600 kernel
+    assert plain.model_.cache_size_ == 0.0
+    assert [h["epochs"] for h in cached.history_] == [h["epochs"] for h in plain.history_]
+    np.testing.assert_allclose(cached.decision_function(X), plain.decision_function(X), rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("bad", [-1.0, float("nan"), "big", True])
+def test_a_bad_cache_size_is_a_one_line_error(bad):
+    X, y = _binary(n=100)
+    with pytest.raises(ValueError, match="cache_size must be"):
+        SODMClassifier(levels=1, n_jobs=1, cache_size=bad).fit(X, y)
