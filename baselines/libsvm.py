@@ -2,8 +2,8 @@
 
 Conversions (``baselines.conventions``): ``gamma = 1 / (2 sigma^2)``,
 ``C = 1 / lam``. Memory knob: LIBSVM's kernel cache ``cache_size`` (MiB)
-from the budget; ``shrinking`` on when the cache cannot hold the whole
-kernel matrix. Convergence signal: LIBSVM's iteration count ``n_iter_`` and
+from the budget; ``shrinking`` is LIBSVM's default (on) unless an option sets
+it. Convergence signal: LIBSVM's iteration count ``n_iter_`` and
 its exit state (scikit-learn warns ``ConvergenceWarning`` when ``max_iter``
 stopped it).
 """
@@ -36,7 +36,13 @@ class LibSVMAdapter(Adapter):
     cache_size_mib : float or None, default None
         Kernel cache in MiB; None: chosen by :meth:`plan`.
     shrinking : bool or None, default None
-        None: chosen by :meth:`plan`.
+        None: LIBSVM's default, on. It is on even when the cache holds the
+        whole kernel: shrinking also cuts each iteration's gradient update and
+        working-set search to the unbounded variables. Measured on this
+        2-core machine through the trial runner, tuned final fits at a
+        1,527 MiB cache (whole kernel): HEPC 20,000 rows, SVR C = 100,
+        169 s off against 48.5 s on (RMSE 0.03437 both); ijcnn1 20,000 rows,
+        SVC C = 1,000, 13.0 s against 3.5 s (accuracy 97.885 % both).
 
     Notes
     -----
@@ -65,7 +71,7 @@ class LibSVMAdapter(Adapter):
             cache = max(1.0, min(math.floor(room), math.ceil(full_matrix_mib) + 1))
         shrinking = self.options["shrinking"]
         if shrinking is None:
-            shrinking = cache < full_matrix_mib
+            shrinking = True  # LIBSVM's default (class docstring: it pays with a whole-kernel cache too)
         return {
             "cache_size_mib": float(cache),
             "shrinking": bool(shrinking),

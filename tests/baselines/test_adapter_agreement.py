@@ -207,3 +207,22 @@ def test_a_wrong_logfalkon_penalty_map_stays_far_from_joker_klr(wrong, higgs_200
 
     monkeypatch.setattr(baselines.logfalkon, "logfalkon_penalty", WRONG_MAPS[wrong])
     assert _relative(_logfalkon(higgs_2000, final_steps=6), joker_klr_2000) > 1e-2
+
+
+def test_libsvm_shrinks_by_default_even_with_a_whole_kernel_cache_and_reaches_the_same_svm(problem):
+    """LIBSVM's own default (shrinking on) whatever the cache; shrinking changes time, not the solution."""
+    X, y, X_test, _, sigma = problem
+    common = dict(task="binary", loss="hinge", sigma=sigma, lam=1e-3)
+    from baselines.base import Budget
+
+    default = get_adapter("libsvm", **common)
+    plan = default.plan(Budget.from_mib("whole-kernel", 256), *X.shape)
+    assert plan["cache_size_mib"] * 2**20 >= X.shape[0] ** 2 * 4  # the cache holds the whole float32 kernel
+    assert plan["shrinking"] is True
+    default.fit(X, y)
+    assert default.model_.shrinking is True
+    off = get_adapter("libsvm", shrinking=False, **common)
+    assert off.plan(Budget.from_mib("whole-kernel", 256), *X.shape)["shrinking"] is False
+    off.fit(X, y)
+    assert off.model_.shrinking is False
+    np.testing.assert_allclose(default.decision_function(X_test), off.decision_function(X_test), rtol=0, atol=2e-3)
