@@ -18,6 +18,9 @@ from baselines.base import Adapter
 MIB = 2**20
 
 
+#: When this module was imported (one value per process that imported it: the starter's for forked trials).
+_IMPORTED_AT = time.time()
+
 def load_tiny(name, n_train=None, n_test=None, subset="random", seed=0, dtype="float64"):
     """A small separable binary problem (labels -1/+1, d = 5)."""
     rng = np.random.default_rng(seed)
@@ -78,7 +81,9 @@ class FakeAdapter(Adapter):
         return X[:, 0] + 0.5 * X[:, 1]
 
     def _describe(self):
-        return {"behaviour": self.options["behaviour"]}
+        return {"behaviour": self.options["behaviour"], "pid": os.getpid(), "ppid": os.getppid(),
+                "omp_threads": os.environ.get("OMP_NUM_THREADS"),
+                "fakes_imported_at": _IMPORTED_AT}
 
     def _convergence(self):
         diverged = self.options["behaviour"] == "diverge"

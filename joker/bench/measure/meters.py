@@ -107,7 +107,8 @@ class TreeSampler(threading.Thread):
     Parameters
     ----------
     root_pid : int
-        The reaper's pid; its descendants are the trial.
+        The reaper's pid (its descendants are the trial), or the trial's own
+        with ``include_root``.
     limits : Limits
         When to ask for a kill (:attr:`Samples.kill_status` is then set and
         ``on_kill`` is called once).
@@ -117,6 +118,9 @@ class TreeSampler(threading.Thread):
         Sample NVML (only when a GPU is present; then every ``gpu_interval_s``).
     on_kill : callable, optional
         Called with no argument when a limit is passed.
+    include_root : bool
+        The root process is part of the trial (a trial forked by the
+        preloaded starter, :mod:`joker.bench.trials.starter`).
     """
 
     def __init__(
@@ -127,9 +131,11 @@ class TreeSampler(threading.Thread):
         gpu: bool = False,
         gpu_interval_s: float = 0.01,
         on_kill: Callable[[], None] | None = None,
+        include_root: bool = False,
     ) -> None:
         super().__init__(daemon=True, name="joker-bench-sampler")
         self.root_pid = root_pid
+        self.include_root = include_root
         self.limits = limits
         self.samples = Samples()
         self._stop_event = threading.Event()
@@ -143,6 +149,8 @@ class TreeSampler(threading.Thread):
         try:
             root = psutil.Process(self.root_pid)
             kids = root.children(recursive=True)
+            if self.include_root:
+                kids.insert(0, root)
         except psutil.Error:
             return []
         procs = []

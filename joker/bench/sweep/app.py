@@ -31,7 +31,7 @@ from ..measure.meters import Limits
 from ..records.provenance import git_info, hardware_tags, versions
 from ..records.record import (CONTENDED_TAG, INSTALL_HINT_TAG, METRIC_UNITS, MIB, RECORD_SCHEMA_VERSION, RETRIED_STATUSES,
                      SCHEMA_TAG, SKIP_KIND_TAG)
-from ..trials.runner import Outcome, _read_json, classify, run_trial, tail
+from ..trials.runner import Outcome, _read_json, classify, preload_key, run_trial, tail
 from ..config.schema import flatten, resolve_trial
 from .slurm import slurm_verdict
 from ..config.spec import SPEC_DIGEST_KEY, TrialSpec, spec_digest
@@ -234,7 +234,7 @@ def _execute(spec: TrialSpec, workdir: Path, label: str, progress: bool | None) 
     try:
         out = run_trial(spec_path, workdir, spec.timeout_s, spec.threads,
                         limits=Limits(host_kill_bytes=spec.budget.host_kill_bytes),
-                        gpu=spec.device.is_cuda, on_tick=ticker)
+                        gpu=spec.device.is_cuda, on_tick=ticker, preload=preload_key(spec))
     finally:
         ticker.close()
     return own_result(out, text, workdir)

@@ -30,7 +30,7 @@ from ..config.spec import TrialSpec
 from ..measure.meters import Limits
 from ..records.identity import config_hash
 from ..records.record import MIB, RETRIED_STATUSES
-from ..trials.runner import Outcome, _read_json, classify, run_trial, tail
+from ..trials.runner import Outcome, _read_json, classify, preload_key, run_trial, tail
 from ..trials.tuning import config_path, select_config, val_metric
 
 __all__ = ["run_cell", "cell_specs", "TUNING_TAG", "CELL_TAG"]
@@ -139,7 +139,7 @@ def _search(spec: TrialSpec, todo: list[int], plan: dict[str, Any], workdir: Pat
         try:
             out = run_trial(spec_path, workdir, spec.timeout_s * (len(todo) + 1), spec.threads,
                             limits=Limits(host_kill_bytes=spec.budget.host_kill_bytes),
-                            gpu=spec.device.is_cuda, on_tick=tick)
+                            gpu=spec.device.is_cuda, on_tick=tick, preload=preload_key(spec))
         except _ConfigTimeout as exc:
             killed = exc
             out = Outcome(killed_for="timeout", kill_reason=str(exc),

@@ -6,11 +6,20 @@ Process layout (each trial in its own session, so one ``killpg`` ends it)::
       └─ reaper (bare python, ~10 MiB)         joker/bench/trials/reaper.py: wait4
            └─ trial: python -m joker.bench.trials.trial spec.json result.json
 
-The trial's peak RSS is the ``ru_maxrss`` that the reaper's ``os.wait4``
-returns (KiB on Linux). The hard wall-clock limit kills the trial's whole
-tree with SIGKILL (the reaper survives to report the usage, then the group
-is killed for good). Every trial gets the same thread environment
-(:func:`thread_env`).
+or, for a CPU trial given a ``preload`` key (the default; ``JOKER_BENCH_PRELOAD=0``
+turns it off), the same layout with a starter in the reaper's place that has
+imported the method's libraries once and forks each trial from that state
+(joker/bench/trials/zygote.py, :mod:`joker.bench.trials.starter`)::
+
+    harness job
+      └─ starter (python + the method's imports)   wait4, one trial at a time
+           └─ trial (forked: own session, trial.main)
+
+The trial's peak RSS is the ``ru_maxrss`` that the reaper's (or starter's)
+``os.wait4`` returns (KiB on Linux). The hard wall-clock limit kills the
+trial's whole tree with SIGKILL (the reaper or starter survives to report
+the usage; a reaper that does not is killed with the group). Every trial
+gets the same thread environment (:func:`thread_env`).
 """
 
 from __future__ import annotations
@@ -29,6 +38,7 @@ import psutil
 
 from baselines.threads import thread_env
 
+from . import starter as _starter
 from ..measure.gpumem import GpuMemory, over_budget_reason
 from ..measure.meters import Limits, TreeSampler
 from ..config.paths import ROOT_ENV, repo_root
@@ -132,6 +142,7 @@ def run_trial(
     gpu: bool = False,
     on_tick: Callable[[float], None] | None = None,
     poll_s: float = 0.1,
+    preload: tuple | None = None,
 ) -> Outcome:
     """Run ``python -m joker.bench.trials.trial`` on a spec, under a hard time limit.
 
@@ -154,6 +165,11 @@ def run_trial(
         Called with the elapsed seconds every ``poll_s`` (progress display).
     poll_s : float
         Polling period in seconds.
+    preload : tuple, optional
+        The key of what the trial imports (method name, adapter reference):
+        a CPU trial with a key starts from the preloaded starter of that key
+        and thread count (:mod:`joker.bench.trials.starter`) unless
+        ``JOKER_BENCH_PRELOAD=0``; without one, or on a GPU, from the reaper.
 
     Returns
     -------
@@ -166,31 +182,117 @@ def run_trial(
         (workdir / stale).unlink(missing_ok=True)
     out = Outcome()
     t0 = time.monotonic()
-    with open(workdir / "stdout.txt", "wb") as fo, open(workdir / "stderr.txt", "wb") as fe:
-        proc = subprocess.Popen(
-            _trial_command(spec_path, workdir), stdin=subprocess.DEVNULL, stdout=fo, stderr=fe,
-            env=_trial_env(threads), cwd=str(workdir), start_new_session=True,
-        )
-        sampler = TreeSampler(
-            proc.pid, limits or Limits(), gpu=gpu,
-            on_kill=lambda: _kill_tree(proc.pid, keep_root=True),
-        )
-        sampler.start()
-        try:
-            _watch(proc, sampler, out, t0, timeout_s, on_tick, poll_s)
-        except BaseException:
-            _killpg(proc.pid)
-            proc.wait()
-            sampler.stop()
-            raise
-        finally:
-            _killpg(proc.pid)  # leftovers of the trial (its own children)
+    if preload is not None and not gpu and _starter.enabled():
+        proc: Any = _forked(spec_path, workdir, threads, preload, out, t0, timeout_s, on_tick, poll_s)
+        if proc is None:  # killed (timeout) before the starter had forked it
+            out.wall_s = time.monotonic() - t0
+            out.progress = _read_json(workdir / "progress.json") or {}
+            out.stderr_tail = tail(workdir / "stderr.txt")
+            return out
+        keep_root = False  # the root is the trial itself; its starter reports the usage
+    else:
+        with open(workdir / "stdout.txt", "wb") as fo, open(workdir / "stderr.txt", "wb") as fe:
+            proc = subprocess.Popen(
+                _trial_command(spec_path, workdir), stdin=subprocess.DEVNULL, stdout=fo, stderr=fe,
+                env=_trial_env(threads), cwd=str(workdir), start_new_session=True,
+            )
+        keep_root = True  # the root is the reaper, which reports the usage
+    sampler = TreeSampler(
+        proc.pid, limits or Limits(), gpu=gpu,
+        on_kill=lambda: _kill_tree(proc.pid, keep_root=keep_root), include_root=not keep_root,
+    )
+    sampler.start()
+    try:
+        _watch(proc, sampler, out, t0, timeout_s, on_tick, poll_s, keep_root)
+    except BaseException:
+        _killpg(proc.pid)
+        proc.wait()
+        sampler.stop()
+        raise
+    finally:
+        _killpg(proc.pid)  # leftovers of the trial (its own children)
     samples = sampler.stop()
     out.wall_s = time.monotonic() - t0
     if samples.kill_status and out.killed_for is None:
         out.killed_for, out.kill_reason = samples.kill_status, samples.kill_reason
     _collect(out, workdir, samples, proc.returncode)
     return out
+
+
+class _ForkedTrial:
+    """A trial forked by the starter, seen through the ``Popen`` calls :func:`_watch` makes.
+
+    ``poll()`` is ``None`` until the starter reports the trial reaped (``0``:
+    its ``rusage.json`` is written) or ends itself (its exit status); a
+    starter whose events are no longer in step (a wait cut short) is closed,
+    so that the next trial starts a fresh one.
+    """
+
+    def __init__(self, starter: Any, pid: int) -> None:
+        self.starter, self.pid, self.returncode = starter, pid, None
+
+    def poll(self, wait_s: float = 0.0) -> int | None:
+        if self.returncode is not None:
+            return self.returncode
+        try:
+            ev = self.starter.event(wait_s)
+        except _starter.StarterDied:
+            code = self.starter.proc.poll()
+            self.returncode = code if code else 1  # a signal (negative) as the reaper's, else "exited"
+            _starter.close()
+            return self.returncode
+        if ev is not None and ev.get("done") == self.pid:
+            self.returncode = 0
+        return self.returncode
+
+    def wait(self, timeout_s: float = 30.0) -> int | None:
+        deadline = time.monotonic() + timeout_s
+        while self.poll(0.1) is None:
+            if time.monotonic() > deadline:
+                _starter.close()  # out of step: the next trial gets a fresh starter
+                self.returncode = 1
+        return self.returncode
+
+
+def _forked(spec_path: Path, workdir: Path, threads: int, key: tuple, out: Outcome, t0: float,
+            timeout_s: float, on_tick: Callable[[float], None] | None, poll_s: float) -> _ForkedTrial | None:
+    """Ask the starter of ``key`` for the trial; its handle once forked, ``None`` if it ran past ``timeout_s`` first.
+
+    A new starter's imports count in this trial's wall time (the first trial
+    of a key pays them, as a fresh process would); a starter that died
+    before it forked the trial is replaced once.
+    """
+    env = _trial_env(threads)
+    full = (*key, threads, tuple(sorted(env.items())))
+    for _attempt in range(2):
+        st = _starter.starter_for(full, spec_path, env, repo_root(), workdir / "starter.txt")
+        for name in ("stdout.txt", "stderr.txt"):
+            (workdir / name).write_bytes(b"")
+        try:
+            st.submit(spec_path, workdir)
+            while True:
+                ev = st.event(poll_s)
+                if ev is not None and "pid" in ev:
+                    return _ForkedTrial(st, int(ev["pid"]))
+                elapsed = time.monotonic() - t0
+                if elapsed > timeout_s:
+                    _starter.close()
+                    out.killed_for = "timeout"
+                    out.kill_reason = f"wall-clock limit of {timeout_s:g} s reached (before the trial started)"
+                    return None
+                if on_tick is not None:
+                    on_tick(elapsed)
+        except _starter.StarterDied:
+            _starter.close()
+        except BaseException:
+            _starter.close()  # Ctrl-C while it imports: nothing forked to wait for
+            raise
+    raise RuntimeError(f"the trial starter died twice before forking the trial; see {workdir / 'starter.txt'}")
+
+
+def preload_key(spec: Any) -> tuple[str, str]:
+    """What a trial of ``spec`` imports: its method id and adapter reference (the starter's key)."""
+    return (spec.method.name, spec.method.adapter or "")
 
 
 def _trial_command(spec_path: Path, workdir: Path) -> list[str]:
@@ -209,12 +311,13 @@ def _trial_env(threads: int) -> dict[str, str]:
     return env
 
 
-def _watch(proc: subprocess.Popen, sampler: TreeSampler, out: Outcome, t0: float, timeout_s: float,
-           on_tick: Callable[[float], None] | None, poll_s: float) -> None:
-    """Poll until the reaper exits; kill the tree on timeout or when the sampler says so.
+def _watch(proc: Any, sampler: TreeSampler, out: Outcome, t0: float, timeout_s: float,
+           on_tick: Callable[[float], None] | None, poll_s: float, keep_root: bool = True) -> None:
+    """Poll until the reaper exits (or the starter reports the trial reaped); kill the tree on timeout or when the sampler says so.
 
     Sets ``out.killed_for`` / ``out.kill_reason``. A tree that a kill does not
-    end within 10 s is killed as a whole process group.
+    end within 10 s is killed as a whole process group. ``keep_root``: the
+    root is the reaper (kill only its descendants), else the trial itself.
     """
     killed_at = None
     while proc.poll() is None:
@@ -222,7 +325,7 @@ def _watch(proc: subprocess.Popen, sampler: TreeSampler, out: Outcome, t0: float
         if elapsed > timeout_s and out.killed_for is None:
             out.killed_for = "timeout"
             out.kill_reason = f"wall-clock limit of {timeout_s:g} s reached"
-            _kill_tree(proc.pid, keep_root=True)
+            _kill_tree(proc.pid, keep_root=keep_root)
         if sampler.samples.kill_status and out.killed_for is None:
             out.killed_for = sampler.samples.kill_status
             out.kill_reason = sampler.samples.kill_reason
@@ -231,7 +334,7 @@ def _watch(proc: subprocess.Popen, sampler: TreeSampler, out: Outcome, t0: float
             if time.monotonic() - killed_at > 10:
                 _killpg(proc.pid)  # the reaper did not finish: end it all
             else:
-                _kill_tree(proc.pid, keep_root=True)  # late-born children too
+                _kill_tree(proc.pid, keep_root=keep_root)  # late-born children too
         if on_tick is not None:
             on_tick(elapsed)
         time.sleep(poll_s)

@@ -1,0 +1,144 @@
+"""The preloaded trial starter (trials/zygote.py, trials/starter.py) through ``run_trial``.
+
+Each trial is still its own process, with its own usage, limits, kills and
+thread settings; what a starter saves is the imports of consecutive trials
+of one method.
+"""
+
+import json
+import os
+import signal
+import time
+
+import numpy as np
+import psutil
+import pytest
+
+from joker.bench.measure.meters import MIB, Limits
+from joker.bench.trials import starter
+from joker.bench.trials.runner import run_trial
+
+from test_runner import _spec
+
+pytestmark = pytest.mark.timeout(120)
+KEY = ("_test", "tests/bench/fakes.py:FakeAdapter")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_starter(monkeypatch):
+    monkeypatch.delenv(starter.PRELOAD_ENV, raising=False)
+    starter.close()
+    yield
+    starter.close()
+
+
+def _run(tmp_path, name, behaviour="none", threads=1, timeout_s=30, limits=None, on_tick=None, **options):
+    folder = tmp_path / name
+    folder.mkdir()
+    return run_trial(_spec(folder, behaviour, threads=threads, **options), folder / "t", timeout_s=timeout_s,
+                     threads=threads, limits=limits, on_tick=on_tick, preload=KEY)
+
+
+def _rusage(out_dir):
+    return json.loads((out_dir / "t" / "rusage.json").read_text())
+
+
+def test_consecutive_trials_of_one_method_share_the_imports_not_the_process(tmp_path):
+    ballast = np.ones(300 * MIB // 8)  # a big harness: its pages are not the trial's
+    a = _run(tmp_path, "a")
+    b = _run(tmp_path, "b")
+    assert a.result["status"] == b.result["status"] == "ok"
+    da, db = a.result["describe"], b.result["describe"]
+    assert da["pid"] != db["pid"]  # one process per trial
+    assert da["ppid"] == db["ppid"] == starter._current["starter"].proc.pid
+    assert da["fakes_imported_at"] == db["fakes_imported_at"]  # imported once, by the starter
+    assert _rusage(tmp_path / "a")["started_by"] == "zygote" and _rusage(tmp_path / "a")["pid"] == da["pid"]
+    assert a.result["heavy_modules"] == []  # the starter imports no MLflow or Hydra either
+    assert a.peak_rss_bytes < 150 * MIB, a.peak_rss_bytes / MIB
+    assert a.exit_code == 0 and a.signal is None
+    del ballast
+
+
+def test_another_method_or_thread_count_gets_its_own_starter(tmp_path):
+    a = _run(tmp_path, "a", threads=1)
+    first = starter._current["starter"].proc
+    b = _run(tmp_path, "b", threads=2)
+    assert b.result["describe"]["omp_threads"] == "2" and a.result["describe"]["omp_threads"] == "1"
+    assert b.result["thread_info"]["threads"] == 2
+    assert b.result["describe"]["ppid"] != a.result["describe"]["ppid"]
+    assert first.poll() is not None  # the first one was ended, not left behind
+
+
+def test_timeout_kills_the_forked_trial_and_the_starter_serves_the_next(tmp_path):
+    t0 = time.monotonic()
+    out = _run(tmp_path, "slow", "sleep", timeout_s=3, seconds=60)
+    assert time.monotonic() - t0 < 15
+    assert out.killed_for == "timeout" and out.progress["phase"] == "fit"
+    assert out.signal == signal.SIGKILL and out.peak_rss_bytes and out.result is None
+    proc = starter._current["starter"].proc
+    nxt = _run(tmp_path, "next")
+    assert nxt.result["status"] == "ok" and nxt.result["describe"]["ppid"] == proc.pid
+
+
+def test_runaway_memory_is_stopped_at_the_kill_limit(tmp_path):
+    out = _run(tmp_path, "big", "alloc", timeout_s=60, limits=Limits(host_kill_bytes=300 * MIB), mib=800)
+    assert out.killed_for == "over_budget", (out.killed_for, out.result)
+    assert "kill limit of 300 MiB" in out.kill_reason
+
+
+def test_the_usage_is_the_trials_own_peak(tmp_path):
+    small = _run(tmp_path, "small")
+    big = _run(tmp_path, "big", "alloc", mib=200)
+    assert big.result["status"] == "ok"
+    grown = (big.peak_rss_bytes - small.peak_rss_bytes) / MIB
+    assert 190 < grown < 260, grown  # 200 MiB touched, the rest is the same inherited state
+    assert big.result["metrics"]["fit_rss_mib"] > 190
+
+
+def test_a_killed_starter_is_an_error_and_the_next_trial_gets_a_fresh_one(tmp_path):
+    killed = []
+
+    def kill_starter(elapsed):
+        progress = tmp_path / "doomed" / "t" / "progress.json"
+        if not killed and progress.exists() and json.loads(progress.read_text()).get("phase") == "fit":
+            st = starter._current["starter"]
+            killed.append(st.proc.pid)
+            st.proc.send_signal(signal.SIGKILL)
+
+    out = _run(tmp_path, "doomed", "sleep", on_tick=kill_starter, seconds=30)
+    assert killed and out.result is None
+    assert out.signal == signal.SIGKILL  # the trial dies with its starter (PR_SET_PDEATHSIG)
+    nxt = _run(tmp_path, "after")
+    assert nxt.result["status"] == "ok" and nxt.result["describe"]["ppid"] != killed[0]
+
+
+def test_slurms_time_limit_warning_does_not_kill_the_forked_trial(tmp_path):
+    sent = []
+
+    def warn(elapsed):
+        progress = tmp_path / "w" / "t" / "progress.json"
+        if not sent and progress.exists() and json.loads(progress.read_text()).get("phase") == "fit":
+            procs = psutil.Process().children(recursive=True)
+            for p in procs:
+                p.send_signal(signal.SIGUSR2)
+            sent.append(len(procs))
+
+    out = _run(tmp_path, "w", "sleep", on_tick=warn, seconds=2)
+    assert sent and sent[0] >= 2  # the starter and the trial both got it
+    assert out.signal is None and out.result["status"] == "ok", (out.signal, out.result)
+
+
+def test_off_switch_starts_each_trial_from_the_reaper(tmp_path, monkeypatch):
+    monkeypatch.setenv(starter.PRELOAD_ENV, "0")
+    out = _run(tmp_path, "plain")
+    assert out.result["status"] == "ok"
+    assert "started_by" not in _rusage(tmp_path / "plain")
+    assert starter._current["starter"] is None
+
+
+def test_no_starter_outlives_close(tmp_path):
+    _run(tmp_path, "a")
+    pid = starter._current["starter"].proc.pid
+    starter.close()
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    assert os.getpid() not in [p.ppid() for p in psutil.process_iter() if p.pid == pid]
