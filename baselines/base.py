@@ -520,7 +520,25 @@ class Adapter(abc.ABC):
         -------
         ndarray of shape (n_samples,)
         """
-        scores = self.decision_function(X)
+        return self.predict_from_scores(self.decision_function(X))
+
+    def predict_from_scores(self, scores: np.ndarray) -> np.ndarray:
+        """The predictions :meth:`predict` makes from :meth:`decision_function`'s output.
+
+        The harness calls it to score a test set from one pass over it
+        (the metrics need both the labels and the scores).
+
+        Parameters
+        ----------
+        scores : ndarray of float64
+            ``decision_function(X)``: shape (n_samples,) or (n_samples, n_classes).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            ``scores`` (regression), ``classes_[1]`` where ``scores > 0``
+            (binary), the class of the largest column (multiclass).
+        """
         if self.task == "regression":
             return scores
         if self.task == "binary":

@@ -104,3 +104,39 @@ def test_slurms_time_limit_warning_does_not_kill_the_trial(tmp_path):
                     on_tick=warn)
     assert sent and sent[0] >= 2  # the reaper and the trial both got it
     assert out.signal is None and out.result["status"] == "ok", (out.signal, out.result)
+
+
+def test_the_test_rows_are_scored_from_one_pass():
+    """predict and the metrics' scores come from one decision_function call on the test rows,
+    with the labels predict() gives; an adapter overriding predict is called as it is."""
+    import sys as _sys
+
+    _sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+    from fakes import FakeAdapter, load_tiny
+
+    from joker.bench.trials.trial import predict_and_scores
+
+    ds = load_tiny("t")
+    calls = []
+
+    class Counting(FakeAdapter):
+        def _decision(self, X):
+            calls.append(len(X))
+            return super()._decision(X)
+
+    a = Counting(task="binary", loss="hinge", kernel="gaussian", sigma=1.0, lam=1.0)
+    a.fit(ds.X_train, ds.y_train)
+    calls.clear()
+    y, scores = predict_and_scores(a, ds.X_test)
+    assert calls == [len(ds.X_test)]
+    np.testing.assert_array_equal(y, a.predict(ds.X_test))
+    np.testing.assert_array_equal(scores, a.decision_function(ds.X_test))
+
+    class OwnPredict(Counting):
+        def predict(self, X):
+            return np.full(len(X), self.classes_[0])
+
+    b = OwnPredict(task="binary", loss="hinge", kernel="gaussian", sigma=1.0, lam=1.0)
+    b.fit(ds.X_train, ds.y_train)
+    y, scores = predict_and_scores(b, ds.X_test)
+    assert scores is None and (y == b.classes_[0]).all()

@@ -11,8 +11,9 @@ Steps (``progress.json`` beside RESULT_JSON names the phase reached)::
     warmup   bandwidth (median heuristic if asked, cached), a small untimed fit
              then adapter.plan(budget, n, d), kept in progress.json too
     fit      adapter.fit(X, y)          (timed; CPU window; memory region starts)
-    predict  adapter.predict(X_test)    (timed; memory region ends: fit_rss_mib)
-    metrics  test metrics, convergence(), describe()
+    predict  adapter.predict(X_test)    (timed; memory region ends: fit_rss_mib); with the
+             contract's own predict, one decision_function pass gives the labels and the scores
+    metrics  test metrics (from those scores), convergence(), describe()
 
 The child never imports MLflow (the parent logs). It always writes
 RESULT_JSON (status ``ok | skipped | over_budget | oom | diverged | error`` and reason)
@@ -358,8 +359,13 @@ def _timed(fn: Any, *args: Any) -> tuple[Any, float]:
     return value, time.perf_counter() - t
 
 
-def _score(spec: TrialSpec, adapter: Adapter, ds: Any, y_pred: np.ndarray, res: dict[str, Any]) -> None:
-    """Test metrics, the convergence record and describe(); the status when they say it failed."""
+def _score(spec: TrialSpec, adapter: Adapter, ds: Any, y_pred: np.ndarray, res: dict[str, Any],
+           scores: np.ndarray | None = None) -> None:
+    """Test metrics, the convergence record and describe(); the status when they say it failed.
+
+    ``scores``: the test rows' decision function when the predictions came from it
+    (:func:`predict_and_scores`), else computed here.
+    """
     m = res["metrics"]
     conv = adapter.convergence()
     res["convergence"], res["describe"] = conv, adapter.describe()
@@ -369,7 +375,9 @@ def _score(spec: TrialSpec, adapter: Adapter, ds: Any, y_pred: np.ndarray, res: 
             raise _Failed("error", "non-finite predictions")
         m.update(scoring.regression_metrics(ds.y_test, y_pred))
     else:
-        scores = np.asarray(adapter.decision_function(ds.X_test), dtype=np.float64)
+        if scores is None:
+            scores = adapter.decision_function(ds.X_test)
+        scores = np.asarray(scores, dtype=np.float64)
         if not np.all(np.isfinite(scores)):
             raise _Failed("error", "non-finite decision function")
         classes = np.unique(ds.y_train)
@@ -480,12 +488,25 @@ def _fit_and_predict(spec: TrialSpec, adapter: Adapter, ds: Any, progress: Progr
     _, m["fit_seconds"] = _timed(adapter.fit, ds.X_train, ds.y_train)
     _record_cpu(window.stop(), res)
     progress("predict")
-    y_pred, m["predict_seconds"] = _timed(adapter.predict, ds.X_test)
+    (y_pred, scores), m["predict_seconds"] = _timed(predict_and_scores, adapter, ds.X_test)
     used = meter.stop()
     m["fit_rss_mib"] = used.fit_bytes / MIB
     res["fit_memory_method"] = used.method
     progress("metrics")
-    _score(spec, adapter, ds, np.asarray(y_pred), res)
+    _score(spec, adapter, ds, np.asarray(y_pred), res, scores)
+
+
+def predict_and_scores(adapter: Adapter, X: Any) -> tuple[np.ndarray, np.ndarray | None]:
+    """``predict(X)`` and, when it is the contract's own, the ``decision_function(X)`` it came from.
+
+    One pass over ``X`` gives both (the metrics need the labels and the
+    scores); an adapter that overrides ``predict`` is called as it is, and
+    its scores are ``None`` (computed after the measured region).
+    """
+    if type(adapter).predict is Adapter.predict:
+        scores = adapter.decision_function(X)
+        return adapter.predict_from_scores(scores), scores
+    return adapter.predict(X), None
 
 
 def _record_cpu(usage: Any, res: dict[str, Any]) -> None:
