@@ -142,3 +142,36 @@ def test_no_starter_outlives_close(tmp_path):
     starter.close()
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     assert os.getpid() not in [p.ppid() for p in psutil.process_iter() if p.pid == pid]
+
+
+def test_what_a_library_prints_at_import_is_not_read_as_an_event(tmp_path):
+    noisy = tmp_path / "noisy_fake_adapter.py"
+    noisy.write_text("print('banner {not json')\nprint('[1, 2]')\n"
+                     f"import sys; sys.path.insert(0, {str(tmp_path.parent)!r})\n"
+                     f"exec(open({str(__import__('pathlib').Path(__file__).with_name('fakes.py'))!r}).read())\n")
+    spec_path = _spec(tmp_path, "none")
+    spec = json.loads(spec_path.read_text())
+    spec["method"]["adapter"] = f"{noisy}:FakeAdapter"
+    spec_path.write_text(json.dumps(spec))
+    out = run_trial(spec_path, tmp_path / "t", timeout_s=30, threads=1, preload=("_test", str(noisy)))
+    assert out.result["status"] == "ok", out.result
+    assert "banner" in (tmp_path / "t" / "starter.txt").read_text()  # in the starter's log
+
+
+def test_a_starter_that_stops_answering_is_ended_and_replaced(tmp_path):
+    stopped = []
+
+    def stop_starter(elapsed):
+        progress = tmp_path / "hung" / "t" / "progress.json"
+        if not stopped and progress.exists() and json.loads(progress.read_text()).get("phase") == "fit":
+            st = starter._current["starter"]
+            stopped.append(st.proc.pid)
+            st.proc.send_signal(signal.SIGSTOP)  # it can no longer reap or report
+
+    t0 = time.monotonic()
+    out = _run(tmp_path, "hung", "sleep", timeout_s=2, on_tick=stop_starter, seconds=60)
+    assert stopped and time.monotonic() - t0 < 30
+    assert out.killed_for == "timeout" and out.result is None
+    assert not psutil.pid_exists(stopped[0]) or psutil.Process(stopped[0]).status() == psutil.STATUS_ZOMBIE
+    nxt = _run(tmp_path, "after")
+    assert nxt.result["status"] == "ok" and nxt.result["describe"]["ppid"] != stopped[0]

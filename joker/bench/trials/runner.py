@@ -249,9 +249,14 @@ class _ForkedTrial:
         deadline = time.monotonic() + timeout_s
         while self.poll(0.1) is None:
             if time.monotonic() > deadline:
-                _starter.close()  # out of step: the next trial gets a fresh starter
-                self.returncode = 1
+                self.give_up()
         return self.returncode
+
+    def give_up(self) -> None:
+        """End the starter too (it did not report the killed trial): the next trial gets a fresh one."""
+        if self.returncode is None:
+            _starter.close(wait_s=0.0)
+            self.returncode = -int(signal.SIGKILL)
 
 
 def _forked(spec_path: Path, workdir: Path, threads: int, key: tuple, out: Outcome, t0: float,
@@ -333,6 +338,8 @@ def _watch(proc: Any, sampler: TreeSampler, out: Outcome, t0: float, timeout_s: 
             killed_at = killed_at or time.monotonic()
             if time.monotonic() - killed_at > 10:
                 _killpg(proc.pid)  # the reaper did not finish: end it all
+                if not keep_root:
+                    proc.give_up()  # nor did the starter report it
             else:
                 _kill_tree(proc.pid, keep_root=keep_root)  # late-born children too
         if on_tick is not None:

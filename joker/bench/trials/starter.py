@@ -98,7 +98,11 @@ class Starter:
                 raise StarterDied(f"the trial starter ended (exit status {self.proc.wait()})")
             self._buf += chunk
         line, self._buf = self._buf.split(b"\n", 1)
-        return json.loads(line)
+        try:
+            ev = json.loads(line)
+        except ValueError:
+            ev = None
+        return ev if isinstance(ev, dict) else self.event(max(0.0, deadline - time.monotonic()))
 
     def close(self, wait_s: float = 5.0) -> None:
         """End the starter (EOF, then SIGKILL after ``wait_s`` seconds)."""
@@ -134,11 +138,11 @@ def starter_for(key: tuple, spec_path: Path, env: dict[str, str], cwd: Path, log
     return _current["starter"]
 
 
-def close() -> None:
-    """Stop the running starter, if any (also run at exit)."""
+def close(wait_s: float = 5.0) -> None:
+    """Stop the running starter, if any (also run at exit); SIGKILL after ``wait_s`` seconds."""
     old, _current["starter"], _current["key"] = _current["starter"], None, None
     if old is not None:
-        old.close()
+        old.close(wait_s)
 
 
 atexit.register(close)

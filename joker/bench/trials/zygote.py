@@ -49,7 +49,7 @@ import traceback
 
 from .reaper import _die_with_parent, _write
 
-_state: dict = {"child": None, "stop": False}
+_state: dict = {"child": None, "stop": False, "events_fd": -1}
 
 
 def _forward(signum: int, _frame: object) -> None:
@@ -85,6 +85,7 @@ def _child(req: dict) -> None:
         _die_with_parent()
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.close(_state["events_fd"])  # the trial never writes the starter's events
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         for fd, path in ((1, req["stdout"]), (2, req["stderr"])):
@@ -149,7 +150,11 @@ def main(argv: list) -> int:
         return 1
     signal.signal(signal.SIGTERM, _forward)
     signal.signal(signal.SIGINT, _forward)
-    events = sys.stdout
+    # the events get their own descriptor; fd 1 becomes the log, so that what a library
+    # prints while it is imported cannot be read as an event
+    events = os.fdopen(os.dup(1), "w")
+    _state["events_fd"] = events.fileno()
+    os.dup2(2, 1)
     try:
         preload(argv[2])
     except BaseException:  # the trial imports again and reports the error as its result
