@@ -276,6 +276,11 @@ class Adapter(abc.ABC):
     #: fits one of the configurations that differ in ``lam`` only and records
     #: the others as the same model (:func:`joker.bench.trials.tuning.run_search`).
     uses_lam: ClassVar[bool] = True
+    #: Modules that :meth:`fit` imports on first use, beyond :attr:`module`: the
+    #: harness's preloaded trial starter imports them once for all the trials
+    #: of this method (:mod:`joker.bench.trials.zygote`); list only what every
+    #: fit imports (a module some fits never touch would only add to the starter).
+    preload_modules: ClassVar[tuple[str, ...]] = ()
 
     # ------------------------------------------------------------------ class-level queries
 

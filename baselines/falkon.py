@@ -129,6 +129,7 @@ class FalkonFamily(Adapter):
     """What Falkon and LogisticFalkon share: options, plan, threads, prediction."""
 
     module = "falkon"
+    preload_modules = ("falkon.kernels",)
     distribution = "falkon"
     devices = ("cpu", "cuda")
     check_divergence = True

@@ -64,6 +64,7 @@ class IPMLowRankAdapter(Adapter):
 
     name = "ipm-lowrank"
     module = "joker"
+    preload_modules = ("joker.ipm",)
     distribution = "joker-bench"
     losses = {"binary": ("hinge",)}
     kernels = ("gaussian", "laplacian")

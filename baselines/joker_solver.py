@@ -122,6 +122,7 @@ class JokerAdapter(Adapter):
     """
 
     module = "joker"
+    preload_modules = ("joker.estimators",)
     distribution = "joker-bench"
     accepts_sparse = True  # the Joker estimators take scipy.sparse CSR as it is (joker.sparse)
     losses = {"regression": tuple(REGRESSION_LOSSES), "binary": _CLASSIFICATION, "multiclass": _CLASSIFICATION}

@@ -54,6 +54,7 @@ class LibSVMAdapter(Adapter):
 
     name = "libsvm"
     module = "sklearn"
+    preload_modules = ("sklearn.svm",)
     distribution = "scikit-learn"
     losses = {"regression": ("epsilon_insensitive",), "binary": ("hinge",), "multiclass": ("hinge",)}
     option_defaults = {"epsilon": 0.1, "tol": 1e-3, "max_iter": -1, "cache_size_mib": None, "shrinking": None}

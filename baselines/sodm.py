@@ -100,6 +100,7 @@ class SODMAdapter(Adapter):
 
     name = "sodm"
     module = "joker"
+    preload_modules = ("joker.sodm", "joker.estimators", "joblib")
     distribution = "joker-bench"
     losses = {"binary": ("odm",)}
     kernels = ("gaussian", "laplacian")

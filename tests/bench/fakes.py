@@ -8,6 +8,7 @@ under ``conf/`` lists them. The adapters subclass the contract
 
 import os
 import signal
+import sys
 import time
 from types import SimpleNamespace
 
@@ -83,7 +84,7 @@ class FakeAdapter(Adapter):
     def _describe(self):
         return {"behaviour": self.options["behaviour"], "pid": os.getpid(), "ppid": os.getppid(),
                 "omp_threads": os.environ.get("OMP_NUM_THREADS"),
-                "fakes_imported_at": _IMPORTED_AT}
+                "fakes_imported_at": _IMPORTED_AT, "wave_loaded": "wave" in sys.modules}
 
     def _convergence(self):
         diverged = self.options["behaviour"] == "diverge"
@@ -93,6 +94,12 @@ class FakeAdapter(Adapter):
             "history": [{"epoch": 1, "seconds": 0.0, "gap": 0.5}, {"epoch": 2, "seconds": 0.1, "gap": 0.1}],
             "final": 0.1,
         }
+
+
+class PreloadingAdapter(FakeAdapter):
+    """Lists a module its fit would import (``wave``: nothing else here imports it)."""
+
+    preload_modules = ("wave",)
 
 
 class MissingAdapter(FakeAdapter):

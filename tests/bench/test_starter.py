@@ -175,3 +175,19 @@ def test_a_starter_that_stops_answering_is_ended_and_replaced(tmp_path):
     assert not psutil.pid_exists(stopped[0]) or psutil.Process(stopped[0]).status() == psutil.STATUS_ZOMBIE
     nxt = _run(tmp_path, "after")
     assert nxt.result["status"] == "ok" and nxt.result["describe"]["ppid"] != stopped[0]
+
+
+def test_the_starter_imports_the_adapters_preload_modules(tmp_path, monkeypatch):
+    spec_path = _spec(tmp_path, "none")
+    spec = json.loads(spec_path.read_text())
+    spec["method"]["adapter"] = "tests/bench/fakes.py:PreloadingAdapter"
+    spec_path.write_text(json.dumps(spec))
+    key = ("_test", spec["method"]["adapter"])
+    out = run_trial(spec_path, tmp_path / "t", timeout_s=30, threads=1, preload=key)
+    assert out.result["describe"]["wave_loaded"] is True
+    (tmp_path / "fake").mkdir()
+    plain = run_trial(_spec(tmp_path / "fake"), tmp_path / "u", timeout_s=30, threads=1, preload=KEY)
+    assert plain.result["describe"]["wave_loaded"] is False  # FakeAdapter lists none
+    monkeypatch.setenv(starter.PRELOAD_ENV, "0")
+    fresh = run_trial(spec_path, tmp_path / "v", timeout_s=30, threads=1, preload=key)
+    assert fresh.result["describe"]["wave_loaded"] is False  # a fresh interpreter imports it only when used

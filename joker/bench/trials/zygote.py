@@ -8,7 +8,8 @@ Why: a trial process spends 2-5 s importing its method's libraries (torch,
 scikit-learn, numba, the upstream package) before it reads a row, and a
 tuned cell runs three processes of one method (untuned, search, final).
 This process imports them once, from the first spec's method
-(``joker.bench.trials.trial`` and the adapter's ``available()``), and then
+(``joker.bench.trials.trial``, the adapter's ``available()`` and its
+``preload_modules``), and then
 serves requests, one JSON line each on stdin::
 
     {"spec": ..., "result": ..., "rusage": ..., "workdir": ...,
@@ -67,14 +68,22 @@ def _forward(signum: int, _frame: object) -> None:
 
 
 def preload(spec_path: str) -> None:
-    """Import the trial module and the method of ``spec_path`` (errors are left to the trial)."""
+    """Import the trial module and the method of ``spec_path``: its adapter, ``available()``
+    and the adapter's ``preload_modules`` (errors are left to the trial, which imports again)."""
+    import importlib
+
     from joker.bench.config.spec import TrialSpec
     from joker.bench.trials import trial
 
     with open(spec_path) as f:
         spec = TrialSpec.from_json(f.read())
     cls = trial._adapter_class(spec)
-    cls.available()
+    ok, _ = cls.available()
+    for name in getattr(cls, "preload_modules", ()) if ok else ():
+        try:
+            importlib.import_module(name)
+        except Exception:
+            traceback.print_exc()
 
 
 def _child(req: dict) -> None:
