@@ -211,7 +211,17 @@ def count_fit(loss, inner, n_components=2048, block_size=2048, n=4096, epochs=2,
     -------
     BlockCounts
         ``result`` is the fitted estimator.
+
+    Notes
+    -----
+    The counts are those of an accelerator's path: random features are
+    formed whole, as on a GPU, not in the CPU's cache-sized chunks
+    (:data:`joker.features.CHUNK_ROWS`, one ``addmm``/``cos_``/``mul_``
+    triple per chunk).
     """
+    from unittest import mock
+
+    from . import features
     from .estimators import JokerClassifier, JokerRegressor
 
     X, y = fixed_problem(loss, n)
@@ -220,7 +230,8 @@ def count_fit(loss, inner, n_components=2048, block_size=2048, n=4096, epochs=2,
               max_epochs=epochs, dtype=dtype, random_state=0, solver_options={"inner": inner})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the fit stops on its epoch budget by design
-        return count_block_steps(lambda: est.fit(X, y))
+        with mock.patch.object(features, "CHUNK_ROWS", n):
+            return count_block_steps(lambda: est.fit(X, y))
 
 
 ISSUE_TARGETS = {"squared": 40, "squared_hinge": 40, "logistic": 80}

@@ -19,7 +19,17 @@ from .inputs import InputFrame
 from .sparse import is_sparse, matmul
 from .kernels import check_kernel
 
-__all__ = ["RandomFourierFeatures"]
+__all__ = ["RandomFourierFeatures", "CHUNK_ROWS"]
+
+CHUNK_ROWS = 256
+"""Rows of psi formed at once on the CPU (:meth:`RandomFourierFeatures.transform_tensor`).
+
+With M = 2,048 a chunk of 256 float32 rows is 2 MiB, the size of one core's L2 cache here; the
+phases X W^T + b, their cosines and the scale then pass over it while it is cached instead of
+streaming the whole block three times. Measured (2 threads, d = 10, M = 2,048, one epoch's worth of
+1.84M rows): blocks of 2,048 rows formed at once 5.6 s, in chunks of 256 3.8 s; blocks of 256 3.6 s
+against 2.7 s.
+"""
 
 
 class RandomFourierFeatures:
@@ -155,6 +165,16 @@ class RandomFourierFeatures:
         WT = self.__dict__.get("_WT")
         WT = self.W_.T if WT is None else WT
         centred = not is_sparse(Xc) if centred is None else centred
-        P = torch.addmm(self.b_ if centred else self._b_uncentred, Xc, WT) if not is_sparse(Xc) else \
-            matmul(Xc, WT).add_(self.b_ if centred else self._b_uncentred)
-        return P.cos_().mul_((2.0 / self.n_components) ** 0.5)
+        phase = self.b_ if centred else self._b_uncentred
+        scale = (2.0 / self.n_components) ** 0.5
+        if is_sparse(Xc):
+            return matmul(Xc, WT).add_(phase).cos_().mul_(scale)
+        n = Xc.shape[0]
+        if n <= CHUNK_ROWS or Xc.device.type != "cpu":
+            return torch.addmm(phase, Xc, WT).cos_().mul_(scale)
+        # CPU: phases, cosines and scale chunk by chunk, each chunk's output still in the core's cache
+        # when cos_ and mul_ read it (module constant CHUNK_ROWS)
+        out = torch.empty((n, WT.shape[1]), dtype=Xc.dtype, device=Xc.device)
+        for i in range(0, n, CHUNK_ROWS):
+            torch.addmm(phase, Xc[i:i + CHUNK_ROWS], WT, out=out[i:i + CHUNK_ROWS]).cos_().mul_(scale)
+        return out

@@ -92,3 +92,18 @@ def test_median_sigma_is_median_pairwise_distance():
     assert got == pytest.approx(ref, rel=0.02)
     # scale equivariance
     assert float(median_sigma(3.0 * X)) == pytest.approx(3.0 * got, rel=1e-6)
+
+
+@pytest.mark.parametrize("n", [1, 255, 256, 257, 1000])
+def test_rff_chunked_transform_is_the_formula(n):
+    """psi = sqrt(2/M) cos((X - c) W^T + b) at every row, whether the rows are formed in one piece or in CPU chunks."""
+    import torch
+
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((n, 5)) * 2.0 + 7.0
+    fm = RandomFourierFeatures(96, sigma=1.7, random_state=0, dtype=torch.float64).fit(X)
+    W, b, c = fm.W_.numpy(), fm.b_.numpy(), fm.center_.numpy()
+    expected = np.sqrt(2.0 / 96) * np.cos((X - c) @ W.T + b)
+    got = fm.transform(X)
+    assert got.shape == (n, 96)
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12)
