@@ -812,9 +812,18 @@ class _Driver:
             return False
         h1, h2 = self.history[-1], self.history[-2]
 
-        def extrapolate(key):
-            return h1[key] * min(1.0, h1[key] / h2[key]) if h2[key] > 0 else h1[key]
-        return extrapolate("gap") <= self.opts.tol and extrapolate("kkt") <= self.opts.kkt_target
+        def rate(key):
+            # in [0, 1]: a gap a rounding error below zero is a rate of 0 (a finished solve), not a negative one
+            return min(1.0, max(0.0, h1[key] / h2[key])) if h2[key] > 0 else 1.0
+        # The KKT residual falls at its own rate or, near the optimum, as the square root of the gap
+        # (the gap is of the order of the squared relative step; kkt_tol's default sqrt(tol) says
+        # the same): the faster of the two. Measured on full HEPC (RFF, blocks of 2,048): gap
+        # 4.5e-2 -> 6.2e-3, KKT 0.115 -> 0.069; the next iterate had gap 9.7e-4 and KKT 0.027, met,
+        # where the KKT's own rate predicted 0.042 and cost an epoch (20 s) to learn it from
+        # the lagged certificate. A wrong prediction costs one feature pass.
+        gap_rate = rate("gap")
+        kkt_rate = min(rate("kkt"), math.sqrt(gap_rate))
+        return h1["gap"] * gap_rate <= self.opts.tol and h1["kkt"] * kkt_rate <= self.opts.kkt_target
 
     # ------------------------------------------------------------ select block
     def blocks(self, perm):

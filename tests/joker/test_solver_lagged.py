@@ -88,3 +88,31 @@ def test_lagged_stop_returns_the_certified_iterate():
     assert est.history_[-1]["epoch"] == 1
     assert 0.1 < est.dual_gap_ <= 0.3
     assert _gap_from_scratch(est, X, y, "squared", 0.5) == pytest.approx(est.dual_gap_, rel=1e-9)
+
+
+def _prediction(history, tol=1e-3):
+    """``_Driver.predicted_done`` on a given certificate history (only ``history`` and ``opts`` are read)."""
+    from joker.solver import SolverOptions, _Driver
+
+    driver = object.__new__(_Driver)
+    driver.history, driver.opts = history, SolverOptions(tol=tol)
+    return driver.predicted_done()
+
+
+def test_prediction_lets_the_kkt_fall_with_the_square_root_of_the_gap():
+    # full HEPC, random features, blocks of 2,048 (solver.py's comment): the iterate after these two
+    # met tol = 1e-3 (gap 9.7e-4, KKT 0.027 <= sqrt(1e-3) = 0.0316). The gap's rate 0.138 predicts 8.6e-4;
+    # the KKT's own rate 0.6 predicts 0.041 (no), sqrt(0.138) = 0.371 predicts 0.0256 (yes).
+    hepc = [{"gap": 4.5e-2, "kkt": 0.115}, {"gap": 6.2e-3, "kkt": 0.069}]
+    assert _prediction(hepc)
+    # a gap that falls slowly predicts nothing, whatever the KKT does
+    assert not _prediction([{"gap": 4.5e-2, "kkt": 0.115}, {"gap": 2.0e-2, "kkt": 0.01}])
+    # a KKT residual that grows is not helped by the gap's rate ... unless it meets the target already
+    assert not _prediction([{"gap": 1e-2, "kkt": 0.05}, {"gap": 1e-3, "kkt": 0.3}])
+    assert _prediction([{"gap": 1e-2, "kkt": 0.02}, {"gap": 1e-3, "kkt": 0.03}])
+
+
+def test_prediction_with_a_gap_rounded_below_zero():
+    # float rounding can leave a relative gap of -1e-17: a rate of 0, not a math domain error
+    assert _prediction([{"gap": 1e-3, "kkt": 1e-2}, {"gap": -1e-17, "kkt": 5e-3}])
+    assert _prediction([{"gap": 0.0, "kkt": 0.0}, {"gap": 0.0, "kkt": 0.0}])
