@@ -1,0 +1,53 @@
+"""CPU plans of joker-inexact for large n (issue 23, item 2): pure arithmetic, no upstream library.
+
+Sizes are the full splits: HEPC 1,844,332 x 10 (regression, squared loss),
+Skin 196,045 x 3 and ijcnn1 49,990 x 22 (binary, squared hinge); the rule
+and its measurement are in ``JokerInexactAdapter``'s docstring.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from baselines.base import Budget
+from baselines.joker_solver import JokerInexactAdapter, joker_inexact_bytes
+
+
+def make(task, loss, **options):
+    return JokerInexactAdapter(task=task, loss=loss, sigma=1.0, lam=1.0, dtype="float32", device="cpu", **options)
+
+
+@pytest.mark.parametrize("mib", [4096, 16384])
+def test_full_hepc_gets_the_large_n_plan(mib):
+    plan = make("regression", "squared").plan(Budget.from_mib("b", mib, 0), 1_844_332, 10)
+    assert (plan["n_components"], plan["block_size"]) == (2048, 2048)
+    assert plan["est_bytes"] == joker_inexact_bytes(1_844_332, 10, 2048, 2048, 4)
+    assert "large_n = 200000" in plan["plan_reason"] and "block <= 2048" in plan["plan_reason"]
+
+
+def test_a_kinked_loss_keeps_small_blocks_at_large_n():
+    plan = make("binary", "squared_hinge").plan(Budget.from_mib("b", 4096, 0), 250_000, 3)
+    assert (plan["n_components"], plan["block_size"]) == (2048, 256)
+    assert "M <= 2048" in plan["plan_reason"] and "block <=" not in plan["plan_reason"]
+
+
+@pytest.mark.parametrize("n,task,loss", [(49_990, "binary", "squared_hinge"), (199_999, "regression", "squared"),
+                                         (20_000, "regression", "squared")])
+def test_below_large_n_the_plan_is_unchanged(n, task, loss):
+    plan = make(task, loss).plan(Budget.from_mib("b", 4096, 0), n, 10)
+    assert (plan["n_components"], plan["block_size"]) == (4096, 256)
+    assert plan["plan_reason"].startswith("CPU caps")
+
+
+def test_the_rule_yields_to_the_budget_and_to_fixed_options():
+    n, d = 1_844_332, 10
+    # 128 MiB: M = 2048 with blocks of 2048 needs 118 MiB of data and vectors + 16 MiB: the halvings go on
+    plan = make("regression", "squared").plan(Budget.from_mib("b", 128, 0), n, d)
+    assert plan["est_bytes"] <= 128 * 2**20
+    assert plan["est_bytes"] == joker_inexact_bytes(n, d, plan["block_size"], plan["n_components"], 4)
+    assert plan["n_components"] <= 2048 and plan["block_size"] < 2048
+    fixed = make("regression", "squared", n_components=4096).plan(Budget.from_mib("b", 4096, 0), n, d)
+    assert (fixed["n_components"], fixed["block_size"]) == (4096, 2048)
+    assert fixed["plan_reason"].startswith("fixed by the options (the other: CPU, n = 1844332")
+    off = make("regression", "squared", large_n=10**9).plan(Budget.from_mib("b", 4096, 0), n, d)
+    assert (off["n_components"], off["block_size"]) == (4096, 256)
