@@ -51,3 +51,19 @@ def test_the_rule_yields_to_the_budget_and_to_fixed_options():
     assert fixed["plan_reason"].startswith("fixed by the options (the other: CPU, n = 1844332")
     off = make("regression", "squared", large_n=10**9).plan(Budget.from_mib("b", 4096, 0), n, d)
     assert (off["n_components"], off["block_size"]) == (4096, 256)
+
+
+def test_the_large_n_plan_caps_the_cg_budget_unless_solver_options_say_otherwise():
+    n, d = 1_844_332, 10
+    adapter = make("regression", "squared")
+    plan = adapter.plan(Budget.from_mib("b", 4096, 0), n, d)
+    assert plan["max_cg_iter"] == 10 and "at most 10 CG iterations" in plan["plan_reason"]
+    assert adapter._estimator_kwargs(n)["solver_options"] == {"max_cg_iter": 10}
+    own = make("regression", "squared", solver_options={"max_cg_iter": 40, "cg_rtol": 0.1})
+    own.plan(Budget.from_mib("b", 4096, 0), n, d)
+    assert own._estimator_kwargs(n)["solver_options"] == {"max_cg_iter": 40, "cg_rtol": 0.1}
+    small = make("regression", "squared")
+    assert "max_cg_iter" not in small.plan(Budget.from_mib("b", 4096, 0), 20_000, d)
+    assert "solver_options" not in small._estimator_kwargs(20_000)
+    hinge = make("binary", "squared_hinge")
+    assert "max_cg_iter" not in hinge.plan(Budget.from_mib("b", 4096, 0), 250_000, 3)
