@@ -18,6 +18,7 @@ import torch
 from .inputs import InputFrame
 from .sparse import is_sparse, matmul
 from .kernels import check_kernel
+from . import fast_cos
 
 __all__ = ["RandomFourierFeatures", "CHUNK_ROWS"]
 
@@ -168,13 +169,24 @@ class RandomFourierFeatures:
         phase = self.b_ if centred else self._b_uncentred
         scale = (2.0 / self.n_components) ** 0.5
         if is_sparse(Xc):
-            return matmul(Xc, WT).add_(phase).cos_().mul_(scale)
+            return _cos_scale(matmul(Xc, WT).add_(phase), scale)
         n = Xc.shape[0]
         if n <= CHUNK_ROWS or Xc.device.type != "cpu":
-            return torch.addmm(phase, Xc, WT).cos_().mul_(scale)
+            return _cos_scale(torch.addmm(phase, Xc, WT), scale)
         # CPU: phases, cosines and scale chunk by chunk, each chunk's output still in the core's cache
-        # when cos_ and mul_ read it (module constant CHUNK_ROWS)
+        # when the cosines read it (module constant CHUNK_ROWS)
         out = torch.empty((n, WT.shape[1]), dtype=Xc.dtype, device=Xc.device)
         for i in range(0, n, CHUNK_ROWS):
-            torch.addmm(phase, Xc[i:i + CHUNK_ROWS], WT, out=out[i:i + CHUNK_ROWS]).cos_().mul_(scale)
+            _cos_scale(torch.addmm(phase, Xc[i:i + CHUNK_ROWS], WT, out=out[i:i + CHUNK_ROWS]), scale)
         return out
+
+
+def _cos_scale(T, scale):
+    """scale * cos(T) in place: the compiled loop on the CPU (:mod:`joker.fast_cos`), torch elsewhere.
+
+    Every feature of a model (fit, certificate, predict) takes this one path
+    on a given device and dtype, so its certificate is that of the map it predicts with.
+    """
+    if fast_cos.available(T):
+        return fast_cos.cos_scale_(T, scale)
+    return T.cos_().mul_(scale)

@@ -1,0 +1,68 @@
+"""The compiled cosine of the CPU random features (joker.fast_cos) against numpy's float64 cos."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from joker import fast_cos
+from joker.features import RandomFourierFeatures
+
+# Error bounds of the module docstring (|v| <= 1,000).
+TOL = {torch.float32: 2e-7, torch.float64: 5e-16}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("spread", [1.0, 30.0, 1000.0])
+def test_cos_matches_numpy_float64(dtype, spread):
+    rng = np.random.default_rng(int(spread))
+    v = torch.from_numpy(rng.standard_normal((300, 517)) * spread).to(dtype)
+    ref = np.cos(v.double().numpy())
+    got = fast_cos.cos_scale_(v.clone(), 1.0)
+    assert got.dtype == dtype
+    assert np.abs(got.double().numpy() - ref).max() <= TOL[dtype]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_cos_at_the_fold_points(dtype):
+    """0, +-pi/2, +-pi, multiples of 2 pi and the points either side: the reduction's branches meet there."""
+    pts = []
+    for base in (0.0, math.pi / 2, math.pi, 3 * math.pi / 2, 2 * math.pi, 20 * math.pi, -7 * math.pi / 2):
+        for eps in (0.0, 1e-6, -1e-6, 1e-3, -1e-3):
+            pts.append(base + eps)
+    v = torch.tensor([pts], dtype=dtype)
+    ref = np.cos(v.double().numpy())
+    got = fast_cos.cos_scale_(v.clone(), 1.0).double().numpy()
+    assert np.abs(got - ref).max() <= TOL[dtype]
+
+
+def test_scale_and_sign():
+    v = torch.tensor([[0.0, math.pi, 2 * math.pi, -math.pi]], dtype=torch.float64)
+    np.testing.assert_allclose(fast_cos.cos_scale_(v, -0.5).numpy(), [[-0.5, 0.5, -0.5, 0.5]], atol=1e-15)
+
+
+def test_layouts_it_does_not_take_are_refused_and_features_fall_back():
+    """Non-contiguous, 1-D, integer or half tensors are not for the compiled loop; the feature map takes torch's."""
+    base = torch.randn(8, 6, dtype=torch.float64)
+    for t in (base.T, base[:, 0], base.to(torch.int64), base.to(torch.float16)):
+        assert not fast_cos.available(t)
+        with pytest.raises(ValueError, match="C-contiguous"):
+            fast_cos.cos_scale_(t, 1.0)
+    assert fast_cos.cos_scale_(torch.empty(0, 5), 2.0).shape == (0, 5)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_features_use_it_and_stay_the_formula(dtype):
+    """psi = sqrt(2/M) cos((X - c) W^T + b) to the dtype's precision, in one piece and in CPU chunks."""
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((700, 4)) * 3.0 + 5.0
+    fm = RandomFourierFeatures(64, sigma=0.8, random_state=1, dtype=dtype).fit(X)
+    W, b, c = fm.W_.double().numpy(), fm.b_.double().numpy(), fm.center_.numpy()
+    Xc = torch.as_tensor(X - c, dtype=dtype)
+    phase = Xc.double().numpy() @ W.T + b  # the float32 phases' own rounding is not the cosine's
+    expected = math.sqrt(2.0 / 64) * np.cos(phase)
+    got = fm.transform_tensor(Xc).double().numpy()
+    tol = {torch.float32: 2e-6, torch.float64: 1e-13}[dtype]
+    np.testing.assert_allclose(got, expected, rtol=0, atol=tol)
+
