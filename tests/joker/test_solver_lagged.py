@@ -116,3 +116,14 @@ def test_prediction_with_a_gap_rounded_below_zero():
     # float rounding can leave a relative gap of -1e-17: a rate of 0, not a math domain error
     assert _prediction([{"gap": 1e-3, "kkt": 1e-2}, {"gap": -1e-17, "kkt": 5e-3}])
     assert _prediction([{"gap": 0.0, "kkt": 0.0}, {"gap": 0.0, "kkt": 0.0}])
+
+
+def test_prediction_slack_certifies_an_iterate_near_the_tolerance():
+    # full HEPC, fast cosines: gap 1.06e-2 -> 3.8e-3, KKT 0.0566 -> 0.0198; the next iterate had gap 4.0e-4.
+    # The gap's rate 0.36 predicts 1.37e-3: within PREDICT_SLACK = 2 of tol = 1e-3, so one pass certifies it
+    from joker.solver import PREDICT_SLACK
+
+    assert PREDICT_SLACK == 2.0
+    assert _prediction([{"gap": 1.06e-2, "kkt": 0.0566}, {"gap": 3.8e-3, "kkt": 0.0198}])
+    # predicted 2.6e-3 > 2 tol: the lagged certificate decides
+    assert not _prediction([{"gap": 1.0e-2, "kkt": 0.02}, {"gap": 5.1e-3, "kkt": 0.0198}])
