@@ -136,6 +136,8 @@ class FalkonFamily(Adapter):
     common_options: dict[str, Any] = {
         "M": None,
         "max_M": 20_000,
+        "large_n": 200_000,
+        "large_n_max_M": 4096,
         "keops": None,
         "error_every": 1,
         "plateau_rtol": 1e-3,
@@ -151,12 +153,23 @@ class FalkonFamily(Adapter):
         data = dsz * (n * d + 2 * n * outputs)  # X, Y and the training predictions of the callback
         room = budget.host_bytes - data - MIN_BLOCK_BYTES
         cap = min(n, int(self.options["max_M"]))
+        why = "largest M whose preconditioner (2 M^2 elements) fits the budget, capped by n and max_M"
+        if n >= int(self.options["large_n"]):
+            # Each CG iteration recomputes K_nM (about 2 n M (d + 2) flops, the kernel blocks and the
+            # two products) and the callback one more pass: at n = 1.84M, d = 10 and M = 20,000 one
+            # iteration is ~1e12 flops, 20 of them far past a CPU trial's minutes (measured: a
+            # 600 s timeout in fit at cpu-4g). Time per iteration ~ n M: M is capped instead.
+            cap = min(cap, int(self.options["large_n_max_M"]))
+            why = (f"CPU, n = {n} >= large_n = {int(self.options['large_n'])}: M <= large_n_max_M = "
+                   f"{cap} (time per CG iteration ~ n M); else " + why)
         M = self.options["M"]
+        if M is not None:
+            why = "M given"
         M = min(int(M), n) if M is not None else max(1, min(cap, largest_m(room, dsz, d)))
         pc_bytes = dsz * (2 * M * M + M * (d + 4))
         block = max(MIN_BLOCK_BYTES, budget.host_bytes - data - pc_bytes)
         return {"M": M, "pc_bytes": int(pc_bytes), "est_bytes": int(data + pc_bytes + block),
-                "max_cpu_mem": int(block)}
+                "max_cpu_mem": int(block), "plan_reason": why}
 
     def _falkon_options(self) -> Any:
         from falkon import FalkonOptions
@@ -250,6 +263,11 @@ class FalkonAdapter(FalkonFamily):
         Number of Nystroem centres; None: the largest that fits the budget
         (capped by ``n`` and ``max_M``).
     max_M : int, default 20000
+    large_n : int, default 200000
+        On the CPU, from this many training rows M is at most
+        ``large_n_max_M`` (each CG iteration costs about 2 n M (d + 2)
+        flops); the plan's ``plan_reason`` says which rule chose M.
+    large_n_max_M : int, default 4096
     maxiter : int, default 20
         CG iterations (Falkon's default).
     keops : {None, "no", "auto", "force"}, default None

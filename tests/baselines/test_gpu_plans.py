@@ -81,6 +81,20 @@ def test_falkon_cpu_plan_unchanged():
     assert plan["est_bytes"] == b.host_bytes and "max_gpu_mem" not in plan
 
 
+@pytest.mark.parametrize("cls", [FalkonAdapter, LogFalkonAdapter])
+def test_falkon_cpu_plan_for_large_n_caps_M(cls):
+    """From large_n rows on the CPU M is at most large_n_max_M at every budget; below it the memory rule alone."""
+    task = "regression" if cls is FalkonAdapter else "binary"
+    n = 1_844_332
+    for name, mib in (("cpu-4g", 4096), ("cpu-16g", 16384)):
+        plan = make(cls, task, dtype="float64", device="cpu").plan(Budget.from_mib(name, mib), n, 10)
+        assert plan["M"] == 4096 and "large_n = 200000" in plan["plan_reason"]
+    small = make(cls, task, dtype="float64", device="cpu").plan(Budget.from_mib("cpu-16g", 16384), 199_999, 10)
+    assert small["M"] == 20_000 and "large_n" not in small["plan_reason"]
+    given = make(cls, task, dtype="float64", device="cpu", M=8000).plan(Budget.from_mib("cpu-4g", 4096), n, 10)
+    assert given["M"] == 8000 and given["plan_reason"] == "M given"
+
+
 @pytest.mark.parametrize("dataset,bname", CASES)
 def test_eigenpro3_gpu_plan_keeps_the_data_on_the_host(dataset, bname):
     task, n, d = DATASETS[dataset]
