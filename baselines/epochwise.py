@@ -82,6 +82,14 @@ class EpochAdapter(Adapter):
     :meth:`_decision` gives the scores the training error is computed from.
     """
 
+    def _work(self, n: int, d: int, plan: dict[str, Any]) -> tuple[float, str] | None:
+        p, t = plan.get("n_centers"), plan.get("epochs")
+        if not p or not t:
+            return None
+        # every epoch evaluates the kernel between each of the n samples and the p centres (2 n p d)
+        # and its products with the weights (2 n p)
+        return t * 2.0 * n * p * (d + 1), f"{t} epochs of 2 n p (d + 1) (n = {n}, d = {d}, p = {p} centres)"
+
     def _est_bytes(self, p: int, n: int, d: int) -> int:
         """Working memory with ``p`` centres on the budgeted device, bytes (non-decreasing in ``p``)."""
         raise NotImplementedError

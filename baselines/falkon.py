@@ -171,6 +171,19 @@ class FalkonFamily(Adapter):
         return {"M": M, "pc_bytes": int(pc_bytes), "est_bytes": int(data + pc_bytes + block),
                 "max_cpu_mem": int(block), "plan_reason": why}
 
+    def _cg_iterations(self) -> int:
+        """CG iterations of one fit (Falkon: ``maxiter``)."""
+        return int(self.options["maxiter"])
+
+    def _work(self, n: int, d: int, plan: dict[str, Any]) -> tuple[float, str] | None:
+        if self.on_gpu:
+            return None
+        m, t = int(plan["M"]), self._cg_iterations()
+        # each CG iteration: kernel blocks of K_nM (2 n M d) and the products K_nM^T K_nM v (4 n M);
+        # the preconditioner: two M x M Cholesky factorisations (2 M^3 / 3)
+        return t * 2.0 * n * m * (d + 2) + 2.0 * m ** 3 / 3, (
+            f"{t} CG iterations of 2 n M (d + 2) plus the preconditioner's 2 M^3 / 3 (n = {n}, d = {d}, M = {m})")
+
     def _falkon_options(self) -> Any:
         from falkon import FalkonOptions
 

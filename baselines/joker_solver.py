@@ -226,6 +226,10 @@ class JokerExactAdapter(JokerAdapter):
     name = "joker-exact"
     option_defaults = {**JokerAdapter.common_options, "cache_size": None}
 
+    def _work(self, n: int, d: int, plan: dict[str, Any]) -> tuple[float, str]:
+        # one epoch forms every row's kernel row once unless the cache holds the whole kernel
+        return 2.0 * n * n * d, f"one epoch of exact kernel rows: 2 n^2 d (n = {n}, d = {d}; a fit takes several)"
+
     def _plan(self, budget: Budget, n: int, d: int) -> dict[str, Any]:
         dsz = self.dtype_bytes
         limit = budget.gpu_bytes if self.on_gpu else budget.host_bytes
@@ -297,6 +301,14 @@ class JokerInexactAdapter(JokerAdapter):
             why += (f", block <= {b_cap} (squared loss: CG block solves, no K_BB; fewer, larger visits), "
                     f"at most {cg} CG iterations per visit")
         return m_cap, b_cap, why + "; the largest that fit the budget", cg
+
+    def _work(self, n: int, d: int, plan: dict[str, Any]) -> tuple[float, str] | None:
+        m = plan.get("n_components")
+        if not m:
+            return None
+        cg = int(plan.get("max_cg_iter") or self.options.get("max_cg_iter") or 10)
+        return (2.0 * d + 4.0 * cg) * n * m, (f"one epoch: features 2 n M d and up to {cg} CG products of 4 n M "
+                                              f"(n = {n}, d = {d}, M = {m}; a fit takes several)")
 
     def _plan(self, budget: Budget, n: int, d: int) -> dict[str, Any]:
         dsz = self.dtype_bytes

@@ -60,6 +60,12 @@ class LibSVMAdapter(Adapter):
     option_defaults = {"epsilon": 0.1, "tol": 1e-3, "max_iter": -1, "cache_size_mib": None, "shrinking": None}
     signal = "LIBSVM iterations (n_iter_) and exit state"
 
+    def _work(self, n: int, d: int, plan: dict[str, Any]) -> tuple[float, str]:
+        # SMO takes two kernel columns per iteration (2 n d flops each, fewer once cached) and needs
+        # at least about n iterations (Chang and Lin, LIBSVM, ACM TIST 2011, s. 4 and 5.1; measured
+        # iterations grow faster than n): a lower bound of 2 n^2 d
+        return 2.0 * n * n * d, f"SMO, about n iterations of kernel columns: >= 2 n^2 d (n = {n}, d = {d})"
+
     def _plan(self, budget: Budget, n: int, d: int) -> dict[str, Any]:
         # X as float64 (scikit-learn's libsvm wrapper works on float64) and
         # ~12 float64 work arrays of length n (alpha, gradients, status, ...).

@@ -99,6 +99,11 @@ class LogFalkonAdapter(FalkonFamily):
         return penalty_path(logfalkon_penalty(self.lam, n), o["path_start"], o["path_steps"], o["path_iters"],
                             o["final_steps"], o["final_iters"])
 
+    def _cg_iterations(self) -> int:
+        """CG iterations of one fit: ``path_iters`` per path step, ``final_iters`` per final step."""
+        o = self.options
+        return int(o["path_steps"]) * int(o["path_iters"]) + int(o["final_steps"]) * int(o["final_iters"])
+
     def _fit(self, X: np.ndarray, target: np.ndarray) -> None:
         from falkon import LogisticFalkon
         from falkon.gsc_losses import LogisticLoss

@@ -103,6 +103,12 @@ class ThunderSVMAdapter(Adapter):
                            "(ThunderSVM's decision_function is one-vs-one)")
         return super().supports(task, n_classes)
 
+    def _work(self, n: int, d: int, plan: dict[str, Any]) -> tuple[float, str]:
+        # SMO takes two kernel columns per iteration (2 n d flops each, fewer once cached) and needs
+        # at least about n iterations (Chang and Lin, LIBSVM, ACM TIST 2011, s. 4 and 5.1; measured
+        # iterations grow faster than n): a lower bound of 2 n^2 d
+        return 2.0 * n * n * d, f"SMO, about n iterations of kernel columns: >= 2 n^2 d (n = {n}, d = {d})"
+
     def _plan(self, budget: Budget, n: int, d: int) -> dict[str, Any]:
         # our float64 X, the wrapper's float32 copy, ThunderSVM's own float32
         # dataset, and ~10 float32/int work arrays of length n.

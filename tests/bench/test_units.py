@@ -53,6 +53,53 @@ def test_classify_precedence():
     assert classify(Outcome(result=err, peak_rss_bytes=10**12), MIB, None) == err
 
 
+def test_a_timeout_quotes_the_plans_arithmetic():
+    """The LIBSVM plan on full HEPC states SMO's lower bound 2 n^2 d; a timed-out trial's reason quotes it."""
+    from baselines.base import Budget
+    from baselines.libsvm import LibSVMAdapter
+
+    n, d = 1_844_332, 10
+    plan = LibSVMAdapter(task="regression", loss="epsilon_insensitive", sigma=1.0, lam=1.0).plan(
+        Budget.from_mib("cpu-4g", 4096), n, d)
+    assert plan["work_flops"] == 2.0 * n * n * d
+    out = Outcome(killed_for="timeout", kill_reason="wall-clock limit of 150 s reached", timeout_s=150.0,
+                  progress={"phase": "fit", "plan": plan})
+    v = classify(out, None, None)
+    assert v["status"] == "timeout"
+    assert v["reason"].startswith("wall-clock limit of 150 s reached (during fit); the plan's arithmetic: SMO")
+    assert f"= {2.0 * n * n * d:.3g} flops" in v["reason"]
+    assert f"{2.0 * n * n * d / 150 / 1e9:.3g} GFLOP/s sustained over the 150 s limit" in v["reason"]
+    # another failure, or a plan without work, adds nothing
+    plan.pop("work_flops")
+    assert classify(out, None, None)["reason"] == "wall-clock limit of 150 s reached (during fit)"
+
+
+@pytest.mark.parametrize("name,n,d,expected", [
+    ("joker-exact", 196_045, 3, 2.0 * 196_045 ** 2 * 3),
+    ("thundersvm", 49_990, 22, 2.0 * 49_990 ** 2 * 22),
+])
+def test_exact_kernel_work_is_two_n_squared_d(name, n, d, expected):
+    from baselines.base import Budget
+    from baselines.registry import get_adapter
+
+    cls = get_adapter(name)
+    a = cls(task="binary", loss="hinge" if name != "joker-exact" else "squared_hinge", sigma=1.0, lam=1.0)
+    assert a.plan(Budget.from_mib("cpu-4g", 4096), n, d)["work_flops"] == expected
+
+
+def test_falkon_and_joker_inexact_work_follow_their_plans():
+    from baselines.base import Budget
+    from baselines.falkon import FalkonAdapter
+    from baselines.joker_solver import JokerInexactAdapter
+
+    n, d = 1_844_332, 10
+    b = Budget.from_mib("cpu-4g", 4096)
+    fp = FalkonAdapter(task="regression", loss="squared", sigma=1.0, lam=1.0, dtype="float64").plan(b, n, d)
+    assert fp["M"] == 4096 and fp["work_flops"] == pytest.approx(20 * 2.0 * n * 4096 * 12 + 2.0 * 4096 ** 3 / 3)
+    jp = JokerInexactAdapter(task="regression", loss="squared", sigma=1.0, lam=1.0, dtype="float32").plan(b, n, d)
+    assert jp["n_components"] == 2048 and jp["work_flops"] == (2.0 * d + 4.0 * 10) * n * 2048
+
+
 def test_thread_env_is_identical_for_every_method():
     env = thread_env(3, base={"PATH": "/bin", "OMP_NUM_THREADS": "64", "OMP_WAIT_POLICY": "PASSIVE"})
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):

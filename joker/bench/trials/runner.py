@@ -65,6 +65,8 @@ class Outcome:
         ``timeout``, ``over_budget`` or ``oom`` when the parent killed it.
     kill_reason : str
         Why the parent killed it.
+    timeout_s : float or None
+        The wall-clock limit it ran under (seconds).
     min_available_bytes : int or None
         Least available machine memory seen while it ran.
     result : dict or None
@@ -83,6 +85,7 @@ class Outcome:
     wall_s: float = 0.0
     killed_for: str | None = None
     kill_reason: str = ""
+    timeout_s: float | None = None
     min_available_bytes: int | None = None
     result: dict[str, Any] | None = None
     progress: dict[str, Any] = field(default_factory=dict)
@@ -180,7 +183,7 @@ def run_trial(
     workdir.mkdir(parents=True, exist_ok=True)
     for stale in ("result.json", "rusage.json", "progress.json"):
         (workdir / stale).unlink(missing_ok=True)
-    out = Outcome()
+    out = Outcome(timeout_s=float(timeout_s) if timeout_s else None)
     t0 = time.monotonic()
     if preload is not None and not gpu and _starter.enabled():
         proc: Any = _forked(spec_path, workdir, threads, preload, out, t0, timeout_s, on_tick, poll_s)
@@ -380,6 +383,16 @@ def _last_line(text: str) -> str:
     return lines[-1].strip() if lines else ""
 
 
+def _work_note(out: Outcome) -> str:
+    """"; the plan's arithmetic: ..." for a timed-out trial whose plan states its work, else ""."""
+    plan = out.progress.get("plan") if isinstance(out.progress, dict) else None
+    if out.killed_for != "timeout" or not isinstance(plan, dict) or not plan.get("work_flops"):
+        return ""
+    flops, limit = float(plan["work_flops"]), out.timeout_s
+    rate = f", {flops / limit / 1e9:.3g} GFLOP/s sustained over the {limit:g} s limit" if limit else ""
+    return f"; the plan's arithmetic: {plan.get('work', 'work')} = {flops:.3g} flops{rate}"
+
+
 def classify(
     out: Outcome, host_budget_bytes: int | None, gpu_budget_bytes: int | None
 ) -> dict[str, str]:
@@ -408,7 +421,7 @@ def classify(
     phase = out.progress.get("phase")
     where = f" (during {phase})" if phase else ""
     if out.killed_for:
-        return {"status": out.killed_for, "reason": out.kill_reason + where}
+        return {"status": out.killed_for, "reason": out.kill_reason + where + _work_note(out)}
     res = out.result
     if res and res.get("status") in STATUSES:
         status, reason = res["status"], res.get("reason", "")
