@@ -123,6 +123,21 @@ def test_table4_dataset_list_follows_scale():
     assert spec.dataset.n_train is None
 
 
+def test_table4_full_scale_sweeps_both_cpu_budgets_on_full_splits():
+    with initialize_config_dir(config_dir=str(sweeps_dir()), version_base="1.3"):
+        cfg = compose("table4", overrides=["scale=full"], return_hydra_config=True)
+    params = cfg.hydra.sweeper.params
+    assert params.dataset == "hepc,higgs-head,ijcnn1,skin,a9a" and params.budget == "cpu-4g,cpu-16g"
+    with initialize_config_dir(config_dir=str(sweeps_dir()), version_base="1.3"):
+        local = compose("table4", overrides=[], return_hydra_config=True)
+    assert local.hydra.sweeper.params.budget == "cpu-4g"
+    for ds in ("hepc", "skin", "ijcnn1", "a9a", "higgs-head"):
+        spec = resolve_trial(_compose("table4", ["scale=full", f"dataset={ds}", "method=joker-inexact",
+                                                 "budget=cpu-16g"]))
+        assert spec.dataset.n_train is None and spec.dataset.n_test is None  # the whole official split
+        assert spec.timeout_s == 150 and spec.threads == 2 and spec.method.dtype == "float32"
+
+
 def test_table4_local_caps_falkon():
     spec = resolve_trial(_compose("table4", ["dataset=skin", "method=falkon"]))
     assert spec.method.options["M"] == 2000 and spec.timeout_s == 600
@@ -152,7 +167,7 @@ def test_trial_spec_is_typed_and_round_trips_through_json():
     ("dataset.lam=0", "lam must be positive and finite, got 0.0"),
     ("dataset.lam=-1", "lam must be positive"),
     ("budget.host_mib=0", "budget.host_mib must be positive or null, got 0"),
-    ("scale=huge", "scale='huge' is not one of dataset 'higgs-head''s scales ['local', 'paper', 'smoke']"),
+    ("scale=huge", "scale='huge' is not one of dataset 'higgs-head''s scales ['full', 'local', 'paper', 'smoke']"),
     ("device=cuda", "device='cuda' needs a budget with gpu_mib (e.g. budget=gpu-2g); budget 'cpu-4g' has"),
     ("repetition=-1", "repetition must be >= 0, got -1"),
     ("seed=-3", "seed must be >= 0, got -3"),
