@@ -42,6 +42,7 @@ import numpy as np
 
 from joker.kernels import KERNELS
 from joker.losses import CLASSIFICATION_LOSSES, REGRESSION_LOSSES
+from joker.estimators import CACHE_MIN_FEATURES
 from joker.solver import DEFAULTS
 
 from .base import Adapter, Budget, torch_threads
@@ -219,8 +220,10 @@ class JokerExactAdapter(JokerAdapter):
     -------------
     cache_size : float or None, default None
         MiB of cached kernel rows (the estimator's ``cache_size``); None:
-        what the budget leaves beside the working memory, up to the whole
-        n x n kernel (:func:`joker_cache_plan`; the plan records it).
+        on data of at least ``joker.estimators.CACHE_MIN_FEATURES`` (32)
+        features what the budget leaves beside the working memory, up to
+        the whole n x n kernel (:func:`joker_cache_plan`; the plan records
+        it), on fewer none (the estimators' ``cache_size="auto"`` rule).
     """
 
     name = "joker-exact"
@@ -237,8 +240,16 @@ class JokerExactAdapter(JokerAdapter):
         sizes = [min(int(fixed), n)] if fixed else _halvings(min(self._cap("max_block_size"), n), MIN_BLOCK)
         block = next((b for b in sizes if joker_exact_bytes(n, d, b, dsz) <= limit), sizes[-1])
         est = joker_exact_bytes(n, d, block, dsz)
+        option = self.options["cache_size"]
+        if option is None and d < CACHE_MIN_FEATURES:
+            # the estimators' cache_size="auto" rule (joker.estimators.auto_cache_size, measured): on few
+            # features a kernel row costs about as much to recompute as to read back. Full Skin (d = 3),
+            # squared hinge, through the harness: a 1,619 MiB partial cache 47.6 s, 7,763 MiB 65.7 s
+            return {"block_size": block, "n_components": None, "est_bytes": est, **joker_cache_plan(0, 0, n, dsz),
+                    "plan_reason": f"d = {d} < {CACHE_MIN_FEATURES} features: no kernel-row cache "
+                                   "(recomputing a row costs about what reading it back does)"}
         return {"block_size": block, "n_components": None, "est_bytes": est,
-                **joker_cache_plan(self.options["cache_size"], limit - est, n, dsz)}
+                **joker_cache_plan(option, limit - est, n, dsz)}
 
 
 class JokerInexactAdapter(JokerAdapter):
