@@ -161,7 +161,7 @@ class FalkonFamily(Adapter):
             # 600 s timeout in fit at cpu-4g). Time per iteration ~ n M: M is capped instead.
             cap = min(cap, int(self.options["large_n_max_M"]))
             why = (f"CPU, n = {n} >= large_n = {int(self.options['large_n'])}: M <= large_n_max_M = "
-                   f"{cap} (time per CG iteration ~ n M); else " + why)
+                   f"{int(self.options['large_n_max_M'])} (time per CG iteration ~ n M); else " + why)
         M = self.options["M"]
         if M is not None:
             why = "M given"

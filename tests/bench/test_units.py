@@ -69,9 +69,23 @@ def test_a_timeout_quotes_the_plans_arithmetic():
     assert v["reason"].startswith("wall-clock limit of 150 s reached (during fit); the plan's arithmetic: SMO")
     assert f"= {2.0 * n * n * d:.3g} flops" in v["reason"]
     assert f"{2.0 * n * n * d / 150 / 1e9:.3g} GFLOP/s sustained over the 150 s limit" in v["reason"]
-    # another failure, or a plan without work, adds nothing
+    # a timeout in predict, malformed work or limits, or a plan without work, add nothing; classify never raises
+    bare = "wall-clock limit of 150 s reached (during fit)"
+    for flops in ("abc", [1], {"a": 1}, -3.0, float("nan"), 0, None, True):
+        bad = Outcome(killed_for="timeout", kill_reason="wall-clock limit of 150 s reached", timeout_s=150.0,
+                      progress={"phase": "fit", "plan": {**plan, "work_flops": flops}})
+        assert classify(bad, None, None) == {"status": "timeout", "reason": bare}
+    no_limit = Outcome(killed_for="timeout", kill_reason="wall-clock limit", timeout_s=None,
+                       progress={"phase": "fit", "plan": plan})
+    assert classify(no_limit, None, None)["reason"].endswith(f"= {2.0 * n * n * d:.3g} flops")
+    late = Outcome(killed_for="timeout", kill_reason="wall-clock limit of 150 s reached", timeout_s=150.0,
+                   progress={"phase": "predict", "plan": plan})
+    assert classify(late, None, None)["reason"] == "wall-clock limit of 150 s reached (during predict)"
+    for progress in (None, [1, 2], "fit"):
+        assert classify(Outcome(killed_for="timeout", kill_reason="limit", progress=progress), None, None) == {
+            "status": "timeout", "reason": "limit"}
     plan.pop("work_flops")
-    assert classify(out, None, None)["reason"] == "wall-clock limit of 150 s reached (during fit)"
+    assert classify(out, None, None)["reason"] == bare
 
 
 @pytest.mark.parametrize("name,n,d,expected", [

@@ -66,3 +66,35 @@ def test_features_use_it_and_stay_the_formula(dtype):
     tol = {torch.float32: 2e-6, torch.float64: 1e-13}[dtype]
     np.testing.assert_allclose(got, expected, rtol=0, atol=tol)
 
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_phases_past_max_abs_take_torchs_cosine(dtype):
+    """A review find: at |v| ~ 1e8 (float32) or 1e20 (float64) the reduction is not exact and the polynomial
+    returned values far outside [-1, 1] (float32 predict of a row at 1e8: -8869). Past MAX_ABS torch's cosine
+    takes the tile: bounded, equal to np.cos as torch's is; NaN propagates."""
+    rng = np.random.default_rng(9)
+    for big in (1e6, 1e8, 1e12, 1e20, 1e30):
+        v = torch.from_numpy(rng.standard_normal((64, 33)) * big).to(dtype)
+        got = fast_cos.cos_scale_(v.clone(), 1.0)
+        assert bool(torch.isfinite(got).all()) and float(got.abs().max()) <= 1.0
+        np.testing.assert_array_equal(got.numpy(), torch.cos(v).numpy())
+    v = torch.zeros(3, 4, dtype=dtype)
+    v[1, 2] = float("nan")
+    got = fast_cos.cos_scale_(v.clone(), 2.0)
+    assert bool(torch.isnan(got[1, 2])) and float(got[0, 0]) == 2.0
+    assert fast_cos.MAX_ABS == 1e5
+
+
+def test_a_far_away_row_predicts_near_zero():
+    """JokerRegressor on N(0, 1) data: a test row 1e8 away is ~0 kernel from every training row."""
+    from joker import JokerRegressor
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((400, 3))
+    y = X[:, 0] + 0.1 * rng.standard_normal(400)
+    for dtype in ("float32", "float64"):
+        m = JokerRegressor(n_components=64, sigma=1.0, lam=1.0, dtype=dtype, random_state=0).fit(X, y)
+        far = np.array([[1e8, 0.0, 0.0], [1e12, 0.0, 0.0]])
+        p = m.predict(far)
+        assert np.all(np.isfinite(p)) and np.all(np.abs(p) <= 2.0 * np.abs(y).max())

@@ -25,6 +25,8 @@ gets the same thread environment (:func:`thread_env`).
 from __future__ import annotations
 
 import json
+import math
+import numbers
 import os
 import signal
 import subprocess
@@ -384,13 +386,21 @@ def _last_line(text: str) -> str:
 
 
 def _work_note(out: Outcome) -> str:
-    """"; the plan's arithmetic: ..." for a timed-out trial whose plan states its work, else ""."""
-    plan = out.progress.get("plan") if isinstance(out.progress, dict) else None
-    if out.killed_for != "timeout" or not isinstance(plan, dict) or not plan.get("work_flops"):
+    """"; the plan's arithmetic: ..." for a trial timed out in fit whose plan states its work, else "".
+
+    Anything malformed (no plan, a non-numeric or non-positive ``work_flops``,
+    no positive limit) adds nothing: the status never depends on this note.
+    """
+    plan = out.progress.get("plan")
+    if out.killed_for != "timeout" or out.progress.get("phase") != "fit" or not isinstance(plan, dict):
         return ""
-    flops, limit = float(plan["work_flops"]), out.timeout_s
-    rate = f", {flops / limit / 1e9:.3g} GFLOP/s sustained over the {limit:g} s limit" if limit else ""
-    return f"; the plan's arithmetic: {plan.get('work', 'work')} = {flops:.3g} flops{rate}"
+    flops, text, limit = plan.get("work_flops"), plan.get("work"), out.timeout_s
+    if isinstance(flops, bool) or not isinstance(flops, numbers.Real) or not math.isfinite(flops) or flops <= 0:
+        return ""
+    note = f"; the plan's arithmetic: {text if isinstance(text, str) and text else 'work'} = {float(flops):.3g} flops"
+    if isinstance(limit, numbers.Real) and not isinstance(limit, bool) and math.isfinite(limit) and limit > 0:
+        note += f", {float(flops) / limit / 1e9:.3g} GFLOP/s sustained over the {limit:g} s limit"
+    return note
 
 
 def classify(
@@ -418,10 +428,12 @@ def classify(
     peak minus the CUDA context, :mod:`joker.bench.measure.gpumem`) passes its GPU
     budget, becomes ``over_budget``.
     """
+    if not isinstance(out.progress, dict):  # a progress.json that is not an object says nothing
+        out.progress = {}
     phase = out.progress.get("phase")
     where = f" (during {phase})" if phase else ""
     if out.killed_for:
-        return {"status": out.killed_for, "reason": out.kill_reason + where + _work_note(out)}
+        return {"status": out.killed_for, "reason": str(out.kill_reason or "") + where + _work_note(out)}
     res = out.result
     if res and res.get("status") in STATUSES:
         status, reason = res["status"], res.get("reason", "")
