@@ -267,6 +267,9 @@ class Adapter(abc.ABC):
     devices: ClassVar[tuple[str, ...]] = ("cpu",)
     #: Adapter-specific options and their defaults (the only ones accepted).
     option_defaults: ClassVar[dict[str, Any]] = {}
+    #: Options that must be integers >= 1 (checked in ``__init__``: a plan cap of 0 or -1 would
+    #: otherwise be read as "every n is large" or give a silent 1-centre model).
+    positive_int_options: ClassVar[tuple[str, ...]] = ()
     #: Convergence signal name reported by :meth:`convergence`.
     signal: ClassVar[str] = ""
     #: Whether :meth:`fit` compares the training error with the trivial predictor.
@@ -373,6 +376,10 @@ class Adapter(abc.ABC):
         self.seed, self.dtype, self.n_threads = int(seed), dtype, int(n_threads)
         self.device, self._device = str(parsed), parsed
         self.options = {**self.option_defaults, **options}
+        for key in self.positive_int_options:
+            value = self.options[key]
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+                raise ValueError(f"{self.name}: option {key} must be an integer >= 1, got {value!r}")
         self.plan_: dict[str, Any] | None = None
         self.classes_: np.ndarray | None = None
         self.n_features_in_: int | None = None

@@ -171,6 +171,8 @@ class FalkonFamily(Adapter):
         return {"M": M, "pc_bytes": int(pc_bytes), "est_bytes": int(data + pc_bytes + block),
                 "max_cpu_mem": int(block), "plan_reason": why}
 
+    positive_int_options = ("max_M", "large_n", "large_n_max_M")
+
     def _cg_iterations(self) -> int:
         """CG iterations of one fit (Falkon: ``maxiter``)."""
         return int(self.options["maxiter"])

@@ -299,6 +299,9 @@ class JokerInexactAdapter(JokerAdapter):
                        "gpu_max_components": 16384, "large_n": 100_000, "large_n_components": 2048,
                        "large_n_block_size": 2048, "large_n_cg_iter": 10}
 
+    positive_int_options = ("max_components", "gpu_max_components", "large_n", "large_n_components",
+                            "large_n_block_size", "large_n_cg_iter", "max_block_size", "gpu_max_block_size")
+
     def _large_n_rule(self, n: int) -> tuple[int, int, str, int | None]:
         """(M cap, block cap, reason, CG cap or None) for n rows (class docstring, ``large_n``)."""
         m_cap, b_cap = self._cap("max_components"), self._cap("max_block_size")

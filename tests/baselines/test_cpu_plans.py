@@ -68,3 +68,19 @@ def test_the_large_n_plan_caps_the_cg_budget_unless_solver_options_say_otherwise
     assert "solver_options" not in small._estimator_kwargs(20_000)
     hinge = make("binary", "squared_hinge")
     assert "max_cg_iter" not in hinge.plan(Budget.from_mib("b", 4096, 0), 250_000, 3)
+
+
+@pytest.mark.parametrize("key", ["large_n", "large_n_components", "large_n_cg_iter", "max_components"])
+@pytest.mark.parametrize("value", [0, -1, 2.5, "abc", None, True])
+def test_large_n_options_must_be_positive_integers(key, value):
+    with pytest.raises(ValueError, match=f"option {key} must be an integer >= 1"):
+        make("regression", "squared", **{key: value})
+
+
+@pytest.mark.parametrize("key", ["large_n", "large_n_max_M", "max_M"])
+def test_falkon_plan_options_must_be_positive_integers(key):
+    from baselines.falkon import FalkonAdapter
+
+    for value in (0, -5, "x", None):
+        with pytest.raises(ValueError, match=f"option {key} must be an integer >= 1"):
+            FalkonAdapter(task="regression", loss="squared", sigma=1.0, lam=1.0, **{key: value})
