@@ -217,7 +217,8 @@ def count_fit(loss, inner, n_components=2048, block_size=2048, n=4096, epochs=2,
     The counts are those of an accelerator's path: random features are
     formed whole, as on a GPU, not in the CPU's cache-sized chunks
     (:data:`joker.features.CHUNK_ROWS`, one ``addmm``/``cos_``/``mul_``
-    triple per chunk).
+    triple per chunk), and their cosines are torch's, not the CPU's
+    compiled loop (:mod:`joker.fast_cos`, whose range check is a host sync).
     """
     from unittest import mock
 
@@ -230,7 +231,8 @@ def count_fit(loss, inner, n_components=2048, block_size=2048, n=4096, epochs=2,
               max_epochs=epochs, dtype=dtype, random_state=0, solver_options={"inner": inner})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the fit stops on its epoch budget by design
-        with mock.patch.object(features, "CHUNK_ROWS", n):
+        with mock.patch.object(features, "CHUNK_ROWS", n), \
+                mock.patch.object(features.fast_cos, "available", lambda t: False):
             return count_block_steps(lambda: est.fit(X, y))
 
 
