@@ -91,6 +91,10 @@ if numba is not None:
         r = abs(((v - k * s[2]) - k * s[3]) - k * s[4])
         return (r - s[5]) - s[6]
 
+    # Two kernels, not one built per dtype by a factory: the coefficients must be module globals
+    # (compile-time constants, so the Horner forms unroll and the loop vectorises) for cache=True
+    # to apply; a closure over them is not cached, and a coefficient array argument stops the
+    # vectorisation (measured: 0.45 -> 1.1 ns per element).
     @numba.njit(parallel=True, cache=True, fastmath=_FLAGS)
     def _cos_rows32(out, scale):
         n, m = out.shape
