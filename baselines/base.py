@@ -45,6 +45,7 @@ __all__ = [
     "Budget",
     "BudgetError",
     "DivergedError",
+    "FIT_TIME_SHARE",
     "budget_error",
     "DTYPE_BYTES",
     "MIB",
@@ -85,6 +86,13 @@ def mib_to_bytes(mib: float | None) -> int | None:
 
 #: Training rows used by the post-fit checks (finite decision values, divergence).
 CHECK_ROWS = 10_000
+
+#: Share of the seconds left (``Budget.time_s``) that a time-aware CPU plan gives its predicted fit;
+#: the rest is for prediction, the post-fit checks and the cost model's own error (measured within 20-40%).
+FIT_TIME_SHARE = 0.5
+#: Smallest model (Falkon's M, EigenPro's centres) a time-aware plan goes down to; below it the plan says
+#: the fit is predicted to overrun and lets the trial's limit judge it.
+MIN_TIMED_SIZE = 64
 
 
 class AdapterError(RuntimeError):
@@ -133,11 +141,18 @@ class Budget:
         explain a budget that is too small).
     held_bytes : int or None, default None
         Host memory the process already held before the fit (same use).
+    time_s : float or None, default None
+        Seconds left for fit and prediction when the plan is made (the
+        trial's wall-clock limit minus what it already spent). CPU plans of
+        the methods whose model size sets their time (Falkon's ``M``,
+        EigenPro's centres) keep their predicted fit within
+        :data:`FIT_TIME_SHARE` of it; ``None``: no limit, memory alone sizes them.
 
     Raises
     ------
     ValueError
-        If a size is negative, not an integer, or ``host_bytes`` is 0.
+        If a size is negative, not an integer, or ``host_bytes`` is 0; if
+        ``time_s`` is not a positive finite number or None.
     """
 
     name: str
@@ -145,8 +160,12 @@ class Budget:
     gpu_bytes: int = 0
     total_bytes: int | None = None
     held_bytes: int | None = None
+    time_s: float | None = None
 
     def __post_init__(self) -> None:
+        if self.time_s is not None and (isinstance(self.time_s, bool) or not isinstance(self.time_s, numbers.Real)
+                                        or not math.isfinite(self.time_s) or self.time_s <= 0):
+            raise ValueError(f"Budget.time_s must be a positive number of seconds or None, got {self.time_s!r}")
         for field in ("host_bytes", "gpu_bytes"):
             value = getattr(self, field)
             if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
@@ -380,6 +399,9 @@ class Adapter(abc.ABC):
             value = self.options[key]
             if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
                 raise ValueError(f"{self.name}: option {key} must be an integer >= 1, got {value!r}")
+        if self.options.get("time_target_s") is not None:  # the time-aware plans' own target (seconds)
+            self.options["time_target_s"] = positive_float(f"{self.name}: option time_target_s",
+                                                           self.options["time_target_s"])
         self.plan_: dict[str, Any] | None = None
         self.classes_: np.ndarray | None = None
         self.n_features_in_: int | None = None
@@ -447,6 +469,73 @@ class Adapter(abc.ABC):
             chosen["work_flops"], chosen["work"] = float(work[0]), str(work[1])
         self.plan_ = chosen
         return dict(chosen)
+
+    def _time_cap(self, budget: Budget, n: int, d: int, hi: int, passes: float, knob: str
+                  ) -> tuple[int, dict[str, Any]] | None:
+        """Largest model size whose kernel passes fit the trial's time (CPU plans; ``None`` without a limit).
+
+        The fit is modelled as ``passes`` evaluations of an ``n x m`` Gaussian
+        block (times a vector) at this machine's measured pace
+        (:func:`baselines.pace.kernel_entry_seconds` for ``d``, the dtype and
+        the threads): ``seconds(m) = passes * n * m * pace``, kept within
+        the limit of :meth:`_time_limit`.
+
+        Parameters
+        ----------
+        budget : Budget
+            Its ``time_s`` and the option ``time_target_s`` set the limit
+            (:meth:`_time_limit`); neither (or a GPU adapter): no cap.
+        n, d : int
+            Training rows and features.
+        hi : int
+            The size memory and the options allow (the cap never raises it).
+        passes : float
+            Kernel blocks of ``n x m`` entries one fit computes.
+        knob : str
+            The size's name in the reason (``"M"``, ``"centres"``).
+
+        Returns
+        -------
+        (int, dict) or None
+            The size (at least ``min(hi, MIN_TIMED_SIZE)``) and the plan's record
+            of it: ``time_limit_s`` (the seconds of :meth:`_time_limit`),
+            ``kernel_entry_ns``, ``kernel_passes``, ``predicted_fit_s`` and
+            ``time_reason``.
+        """
+        limit = self._time_limit(budget)
+        if limit is None:
+            return None
+        from .pace import kernel_entry_seconds, largest_in_time
+
+        pace = kernel_entry_seconds(int(d), self.dtype, self.n_threads)
+
+        def seconds(m: int) -> float:
+            return passes * n * m * pace
+
+        m = largest_in_time(seconds, limit[0], hi, lo=min(hi, MIN_TIMED_SIZE))
+        fits = seconds(m) <= limit[0]
+        why = (f"{knob} <= {m}: {passes:g} kernel passes of n x {knob} entries at {pace * 1e9:.2f} ns each "
+               f"(measured) = {seconds(m):.3g} s, {'within' if fits else 'still over (the smallest size tried)'} "
+               f"{limit[1]}")
+        return m, {"time_limit_s": limit[0], "kernel_entry_ns": pace * 1e9,
+                   "kernel_passes": float(passes), "predicted_fit_s": seconds(m), "time_reason": why}
+
+    def _time_limit(self, budget: Budget) -> tuple[float, str] | None:
+        """Seconds a time-aware CPU plan gives the fit, and their origin in words; ``None``: no time cap.
+
+        The smaller of the option ``time_target_s`` (when the adapter has it
+        and it is set) and ``FIT_TIME_SHARE * budget.time_s`` (when the
+        budget carries a time). GPU adapters are not time-capped.
+        """
+        if self.on_gpu:
+            return None
+        found = []
+        if self.options.get("time_target_s") is not None:
+            found.append((float(self.options["time_target_s"]), f"time_target_s = {self.options['time_target_s']:g} s"))
+        if budget.time_s is not None:
+            found.append((FIT_TIME_SHARE * budget.time_s,
+                          f"{FIT_TIME_SHARE:g} of the {budget.time_s:.0f} s the trial had left"))
+        return min(found) if found else None
 
     def _work(self, n: int, d: int, plan: dict[str, Any]) -> tuple[float, str] | None:
         """The fit's dominant arithmetic under ``plan``: (flops, formula in words), or None when unknown.

@@ -133,6 +133,18 @@ def test_budget_error_names_budget_size_held_and_left():
         "leaving 0 MiB, which cannot hold the smallest setting (estimated 2 MiB for n=5000, d=22, block_size=64)")
 
 
+def test_the_fit_budget_carries_the_seconds_left_of_the_trial():
+    """Budget.time_s: what the time-aware CPU plans (Falkon's M, EigenPro's centres) size the fit by."""
+    from joker.bench.config.spec import TrialBudget
+    from joker.bench.trials.trial import make_budget
+
+    spec = type("S", (), {"budget": TrialBudget.from_mib("cpu-1g", 1024, None),
+                          "device": type("D", (), {"is_cuda": False})()})()
+    assert make_budget(spec, rss_now=100 * MIB, time_s=42.5).time_s == 42.5
+    assert make_budget(spec, rss_now=100 * MIB).time_s is None          # the warm-up's plan: no time cap
+    assert make_budget(spec, rss_now=100 * MIB, time_s=-3.0).time_s == 1.0  # already over: at least 1 s
+
+
 def _wait_for(path, seconds, proc):
     end = time.monotonic() + seconds
     while time.monotonic() < end and proc.poll() is None:

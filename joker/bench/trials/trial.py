@@ -89,13 +89,17 @@ class Progress:
         write_json_atomic(self.path, {"phase": phase, "seconds": time.perf_counter() - self.t0, **self.facts},
                           default=_json_default)
 
+    def elapsed(self) -> float:
+        """Seconds since this trial process started (its wall-clock limit counts from about then)."""
+        return time.perf_counter() - self.t0
+
     def note(self, **facts: Any) -> None:
         """Keep ``facts`` (e.g. ``plan=...``) in ``progress.json`` from now on (rewritten at once)."""
         self.facts.update(facts)
         self(self.phase)
 
 
-def make_budget(spec: TrialSpec, rss_now: int) -> Budget:
+def make_budget(spec: TrialSpec, rss_now: int, time_s: float | None = None) -> Budget:
     """Build the Budget handed to ``adapter.plan``.
 
     The host share is the budget minus what the process already holds
@@ -110,6 +114,9 @@ def make_budget(spec: TrialSpec, rss_now: int) -> Budget:
     spec : TrialSpec
     rss_now : int
         Current RSS of this process in bytes.
+    time_s : float or None
+        Seconds left of the trial's wall-clock limit (``Budget.time_s``: the
+        time-aware CPU plans); ``None`` for the warm-up's plan.
 
     Returns
     -------
@@ -139,7 +146,8 @@ def make_budget(spec: TrialSpec, rss_now: int) -> Budget:
             gpu = int(torch.cuda.get_device_properties(spec.device.ordinal).total_memory)
         except Exception:  # no usable CUDA here: the adapter's own check reports it
             gpu = 0
-    return Budget(b.name, host, gpu, total_bytes=total, held_bytes=held)
+    return Budget(b.name, host, gpu, total_bytes=total, held_bytes=held,
+                  time_s=None if time_s is None else max(1.0, float(time_s)))
 
 
 def _adapter_class(spec: TrialSpec) -> type[Adapter]:
@@ -474,8 +482,9 @@ def _fit_and_predict(spec: TrialSpec, adapter: Adapter, ds: Any, progress: Progr
     """
     m = res["metrics"]
     release_free_memory()  # what the process holds, not heap pages the pre-fit work freed
-    budget = make_budget(spec, rss_bytes()[0])
-    res["fit_budget"] = {"name": budget.name, "host_bytes": budget.host_bytes, "gpu_bytes": budget.gpu_bytes}
+    budget = make_budget(spec, rss_bytes()[0], spec.timeout_s - progress.elapsed())
+    res["fit_budget"] = {"name": budget.name, "host_bytes": budget.host_bytes, "gpu_bytes": budget.gpu_bytes,
+                         "time_s": budget.time_s}
     try:
         res["plan"] = dict(adapter.plan(budget, *ds.X_train.shape))
     except AdapterError as exc:  # plan raises it only when the budget cannot hold the smallest setting
