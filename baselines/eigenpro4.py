@@ -118,6 +118,9 @@ __all__ = ["EigenPro4Adapter", "EigensystemOnce", "eigenpro4_bytes", "import_eig
 
 #: ``solver.fit``'s largest SGD batch (``min(10_000, critical batch)``), also the projection's.
 MAX_BATCH = 10_000
+#: Fixed seconds of one EigenPro4 SGD batch on the CPU besides its kernel blocks (the time plan's cost model,
+#: measured on the 2-core machine: ``EigenPro4Adapter._epoch_seconds``).
+BATCH_SECONDS = 0.02
 #: ``tmp_centers_coeff`` of the model and of ``solver.fit`` (upstream default): temporary room ``(2 - 1) P``.
 TMP_CENTERS_COEFF = 2
 #: ``fmm.KmV`` / ``Preconditioner.eval_vec`` chunk (rows or columns of one kernel block).
@@ -344,6 +347,12 @@ class EigenPro4Adapter(EpochAdapter):
         Largest critical batch ``beta / lambda_q`` of a preconditioner, as
         a fraction of its Nystroem size (module notes: beyond it the fits
         diverged).
+    time_target_s : float or None, default None
+        On the CPU, the centres (then the epochs) are also capped so that the
+        predicted fit (``plan["predicted_fit_s"]``, ``_epoch_seconds`` at the
+        measured pace) takes at most this many seconds, and at most
+        ``FIT_TIME_SHARE`` of the trial's time left when the harness gives
+        one (``Budget.time_s``); ``plan["time_reason"]`` says how.
     plateau_rtol : float, default 1e-3
     check_divergence : bool, default True
     """
@@ -354,7 +363,7 @@ class EigenPro4Adapter(EpochAdapter):
     losses = {"regression": ("squared",), "binary": ("squared",), "multiclass": ("squared",)}
     devices = ("cpu", "cuda")
     option_defaults = {"n_centers": None, "max_centers": 20_000, "epochs": 10, "n_nystrom_data": 3000,
-                       "data_level": 150, "n_nystrom_model": 3000, "model_level": 150, "max_critical_ratio": 0.5, "plateau_rtol": 1e-3,
+                       "data_level": 150, "n_nystrom_model": 3000, "model_level": 150, "max_critical_ratio": 0.5, "time_target_s": None, "plateau_rtol": 1e-3,
                        "check_divergence": True}
     signal = "training error per epoch"
     uses_lam = False  # no regulariser: early stopping by epochs
@@ -383,12 +392,39 @@ class EigenPro4Adapter(EpochAdapter):
         """:func:`eigenpro4_bytes` with one output column (the classes are not known when the plan is made)."""
         return eigenpro4_bytes(n, p, d, *self._sizes(n, p), self.dtype_bytes, 1, self.on_gpu)
 
+    _epoch_formula = "3 p + s"
+
+    def _epoch_entries(self, n: int, p: int) -> float:
+        """Kernel entries per training row of one CPU epoch: ``3 p + s``.
+
+        per batch row: the gradient block (p), the data preconditioner's ``K(nystrom, x)``
+        (s) and the model preconditioner's and projection's share at EigenPro4's small batches (measured on HEPC,
+        200,000 rows, float32, 2 threads: 15.3 s per epoch at p = 4,000, against 13 s from this model).
+        """
+        return 3.0 * p + self._sizes(n, p)[0]
+
+    #: Below this many centres EigenPro4's batch (at most P rows) is so small that its fixed cost per batch
+    #: dominates: the time plan does not go lower (measured below, ``_epoch_seconds``).
+    _min_timed_centres = 2048
+
+    def _epoch_seconds(self, n: int, p: int, pace: float) -> float:
+        """One CPU epoch: the kernel entries plus ``BATCH_SECONDS`` per batch of at most ``min(MAX_BATCH, P)`` rows.
+
+        EigenPro4's batch is at most P rows, and every batch costs a fixed
+        ~20 ms on the 2-core machine besides its kernel blocks (HEPC,
+        200,000 rows, float32, 2 threads, P = 300: 16-19 s per epoch for 717
+        batches of 279 rows, of which the kernel entries are 1.8 s; P = 4,000:
+        15.3 s). Without this term the plan for full HEPC chose P = 286 and
+        timed out in its first epoch.
+        """
+        return n * self._epoch_entries(n, p) * pace + math.ceil(n / min(MAX_BATCH, p, n)) * BATCH_SECONDS
+
     def _plan(self, budget: Budget, n: int, d: int) -> dict[str, Any]:
-        p = self._model_size(budget, n, d)
+        p, epochs, timed = self._timed_size(budget, n, d)
         s, q, s_m, q_m = self._sizes(n, p)
-        plan = {"n_centers": p, "epochs": int(self.options["epochs"]), "n_nystrom_data": s, "data_level": q,
+        plan = {"n_centers": p, "epochs": epochs, "n_nystrom_data": s, "data_level": q,
                 "n_nystrom_model": s_m, "model_level": q_m, "max_batch": min(MAX_BATCH, p, n),
-                "est_bytes": self._est_bytes(p, n, d)}
+                "est_bytes": self._est_bytes(p, n, d), **timed}
         if self.on_gpu:
             plan["on_device"] = "centres, weights, preconditioners, one batch (training data on the host)"
         return plan
@@ -453,7 +489,7 @@ class EigenPro4Adapter(EpochAdapter):
                                   n_data_pcd_nyst_samples=s, n_model_pcd_nyst_samples=s_m,
                                   n_data_pcd_eigenvals=q, n_model_pcd_eigenvals=q_m,
                                   tmp_centers_coeff=TMP_CENTERS_COEFF, wandb=None, T=None,
-                                  epochs=int(self.options["epochs"]), accumulated_gradients=not every_row)
+                                  epochs=int(self.plan_["epochs"]), accumulated_gradients=not every_row)
         finally:
             np.random.set_state(numpy_state)
         self.plan_ = {**self.plan_, "n_centers_used": p, "data_level_used": q, "model_level_used": q_m,
@@ -485,7 +521,7 @@ class EigenPro4Adapter(EpochAdapter):
             "conversions": {
                 "bandwidth": self.sigma,
                 "lam": "not used: EigenPro 4 has no regulariser",
-                "epochs": int(self.options["epochs"]),
+                "epochs": int(self.plan_["epochs"]) if self.plan_ else int(self.options["epochs"]),
                 "n_data_pcd_eigenvals": plan.get("data_level_used", plan.get("data_level")),
                 "n_model_pcd_eigenvals": plan.get("model_level_used", plan.get("model_level")),
                 "accumulated_gradients": plan.get("accumulated_gradients"),

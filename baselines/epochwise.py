@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from .base import Adapter, Budget, relative_plateau
+from .base import MIN_TIMED_SIZE, Adapter, Budget, relative_plateau
 
 __all__ = ["EpochAdapter", "GPU_WORK_SHARE", "largest_fitting", "torch_default_dtype"]
 
@@ -93,6 +93,66 @@ class EpochAdapter(Adapter):
     def _est_bytes(self, p: int, n: int, d: int) -> int:
         """Working memory with ``p`` centres on the budgeted device, bytes (non-decreasing in ``p``)."""
         raise NotImplementedError
+
+    #: ``_epoch_entries`` in words, for the plan's reason.
+    _epoch_formula = "p"
+    #: Fewest centres the time plan goes down to (below them it lowers the epochs, then says it is over).
+    _min_timed_centres = MIN_TIMED_SIZE
+
+    def _epoch_seconds(self, n: int, p: int, pace: float) -> float:
+        """Predicted seconds of one CPU epoch with ``p`` centres: ``n * _epoch_entries(n, p) * pace``."""
+        return n * self._epoch_entries(n, p) * pace
+
+    def _epoch_entries(self, n: int, p: int) -> float:
+        """Kernel entries one epoch computes with ``p`` centres, per training row (the time plan's cost model)."""
+        raise NotImplementedError
+
+    def _timed_size(self, budget: Budget, n: int, d: int) -> tuple[int, int, dict[str, Any]]:
+        """``(p, epochs, record)``: the model size and epochs a CPU fit can do in the trial's time.
+
+        :meth:`_model_size` (memory) first; when the budget carries a time
+        (``Budget.time_s``, CPU, ``n_centers`` not given), the fit is
+        modelled as ``epochs * n * _epoch_entries(n, p)`` kernel entries at
+        the measured pace (:func:`baselines.pace.kernel_entry_seconds`;
+        :meth:`_epoch_seconds`) and ``p`` is lowered until that fits the
+        limit of :meth:`Adapter._time_limit`; when even
+        ``_min_timed_centres`` centres do not fit ``epochs`` epochs, the
+        epochs are lowered first (at least 1: early stopping is these
+        solvers' regulariser) and ``p`` sized for them.
+
+        Returns
+        -------
+        (int, int, dict)
+            ``p``, the epochs, and the plan's record (empty without a time
+            cap): ``time_limit_s``, ``kernel_entry_ns``, ``predicted_fit_s``,
+            ``time_reason``.
+        """
+        from .pace import kernel_entry_seconds, largest_in_time
+
+        p, epochs = self._model_size(budget, n, d), int(self.options["epochs"])
+        found = self._time_limit(budget)
+        if self.options["n_centers"] is not None or found is None:
+            return p, epochs, {}
+        limit, origin = found
+        pace = kernel_entry_seconds(int(d), self.dtype, self.n_threads)
+        small = min(p, self._min_timed_centres)
+
+        def seconds(m: int, t: int) -> float:
+            return t * self._epoch_seconds(n, m, pace)
+
+        why = ""
+        if seconds(small, epochs) > limit and epochs > 1:
+            fewer = max(1, int(limit // seconds(small, 1)))
+            if fewer < epochs:
+                why = f"epochs {epochs} -> {fewer} (one epoch with {small} centres: {seconds(small, 1):.3g} s); "
+                epochs = fewer
+        best = largest_in_time(lambda m: seconds(m, epochs), limit, p, lo=small)
+        fits = seconds(best, epochs) <= limit
+        why += (f"centres <= {best}: {epochs} epochs of n x ({self._epoch_formula}) kernel entries at "
+                f"{pace * 1e9:.2f} ns each (measured) = {seconds(best, epochs):.3g} s, "
+                f"{'within' if fits else 'still over (the smallest size tried)'} {origin}; memory allowed {p}")
+        return best, epochs, {"time_limit_s": limit, "kernel_entry_ns": pace * 1e9,
+                              "predicted_fit_s": seconds(best, epochs), "time_reason": why}
 
     def _model_size(self, budget: Budget, n: int, d: int) -> int:
         """The model size P: option ``n_centers``, else the largest ``p <= min(n, max_centers)`` that fits.

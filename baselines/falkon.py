@@ -143,6 +143,7 @@ class FalkonFamily(Adapter):
         "plateau_rtol": 1e-3,
         "rise_tol": 0.05,
         "check_divergence": True,
+        "time_target_s": None,
     }
 
     def _plan(self, budget: Budget, n: int, d: int) -> dict[str, Any]:
@@ -163,19 +164,37 @@ class FalkonFamily(Adapter):
             why = (f"CPU, n = {n} >= large_n = {int(self.options['large_n'])}: M <= large_n_max_M = "
                    f"{int(self.options['large_n_max_M'])} (time per CG iteration ~ n M); else " + why)
         M = self.options["M"]
+        timed: dict[str, Any] = {}
         if M is not None:
             why = "M given"
-        M = min(int(M), n) if M is not None else max(1, min(cap, largest_m(room, dsz, d)))
+            M = min(int(M), n)
+        else:
+            M = max(1, min(cap, largest_m(room, dsz, d)))
+            capped = self._time_cap(budget, n, d, M, self._kernel_passes(), "M")
+            if capped is not None:
+                M, timed = capped
+                why = timed["time_reason"] + "; memory: " + why
         pc_bytes = dsz * (2 * M * M + M * (d + 4))
         block = max(MIN_BLOCK_BYTES, budget.host_bytes - data - pc_bytes)
         return {"M": M, "pc_bytes": int(pc_bytes), "est_bytes": int(data + pc_bytes + block),
-                "max_cpu_mem": int(block), "plan_reason": why}
+                "max_cpu_mem": int(block), "plan_reason": why, **timed}
 
     positive_int_options = ("max_M", "large_n", "large_n_max_M")
 
     def _cg_iterations(self) -> int:
         """CG iterations of one fit (Falkon: ``maxiter``)."""
         return int(self.options["maxiter"])
+
+    def _kernel_passes(self) -> float:
+        """Blocks of ``n x M`` kernel entries one fit computes (the time-aware plan's cost model).
+
+        Falkon: one per CG iteration (``K_nM^T K_nM v`` in one sweep of
+        blocks), one for the right-hand side ``K_nM^T y``, and one per
+        training-error evaluation of the callback (a prediction on the
+        training rows, every ``error_every`` iterations).
+        """
+        t, every = self._cg_iterations(), self.options["error_every"]
+        return t + 1 + (math.ceil(t / int(every)) if every else 0)
 
     def _work(self, n: int, d: int, plan: dict[str, Any]) -> tuple[float, str] | None:
         if self.on_gpu:
@@ -283,6 +302,12 @@ class FalkonAdapter(FalkonFamily):
         ``large_n_max_M`` (each CG iteration costs about 2 n M (d + 2)
         flops); the plan's ``plan_reason`` says which rule chose M.
     large_n_max_M : int, default 4096
+    time_target_s : float or None, default None
+        On the CPU, M is also capped so that the predicted fit (kernel passes
+        at the measured pace, ``plan["predicted_fit_s"]``) takes at most this
+        many seconds, and at most ``FIT_TIME_SHARE`` of the trial's time
+        left when the harness gives one (``Budget.time_s``); the plan's
+        ``plan_reason`` says which rule chose M.
     maxiter : int, default 20
         CG iterations (Falkon's default).
     keops : {None, "no", "auto", "force"}, default None

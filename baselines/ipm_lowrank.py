@@ -30,6 +30,9 @@ from .base import Adapter, Budget, torch_threads
 __all__ = ["IPMLowRankAdapter", "ipm_lowrank_bytes"]
 
 MIN_COMPONENTS = 16
+#: Iterations the time-aware CPU plan budgets for (measured at tol 1e-8, float64, 2 threads: HIGGS head 14,
+#: full ijcnn1 69 at rank 1,024, 1.5 s each, against 2.0 s from ``n k^2`` at the measured GEMM rate).
+TIME_ITERATIONS = 70
 
 
 def ipm_lowrank_bytes(n: int, d: int, k: int, dtype_bytes: int) -> int:
@@ -60,6 +63,12 @@ class IPMLowRankAdapter(Adapter):
     max_iter : int, default 200
     max_time : float or None, default None
         Seconds.
+    time_target_s : float or None, default None
+        On the CPU the rank (from the halvings within memory) is also capped
+        so that ``TIME_ITERATIONS`` iterations of ``n k^2`` flops at the
+        measured GEMM rate take at most this many seconds, and at most
+        ``FIT_TIME_SHARE`` of the trial's time left when the harness gives
+        one (``Budget.time_s``); ``plan["time_reason"]`` says how.
     """
 
     name = "ipm-lowrank"
@@ -70,7 +79,7 @@ class IPMLowRankAdapter(Adapter):
     kernels = ("gaussian", "laplacian")
     devices = ("cpu", "cuda")
     option_defaults = {"n_components": None, "max_components": 1024, "factor": "rff", "fit_intercept": False,
-                       "tol": "auto", "max_iter": 200, "max_time": None}
+                       "tol": "auto", "max_iter": 200, "max_time": None, "time_target_s": None}
     signal = "relative duality gap of the IPM (with its relative residuals)"
 
     def _plan(self, budget: Budget, n: int, d: int) -> dict[str, Any]:
@@ -85,7 +94,31 @@ class IPMLowRankAdapter(Adapter):
                 k //= 2
         ks = [min(k, n) for k in ks] or [min(MIN_COMPONENTS, n)]
         k = next((k for k in ks if ipm_lowrank_bytes(n, d, k, dsz) <= limit), ks[-1])
-        return {"n_components": k, "est_bytes": ipm_lowrank_bytes(n, d, k, dsz)}
+        timed = self._time_rank(budget, n, [c for c in ks if c <= k]) if not fixed else {}
+        k = timed.pop("k", k)
+        return {"n_components": k, "est_bytes": ipm_lowrank_bytes(n, d, k, dsz), **timed}
+
+    def _time_rank(self, budget: Budget, n: int, ks: list[int]) -> dict[str, Any]:
+        """The largest rank of ``ks`` (descending, within memory) whose predicted fit fits the time (CPU).
+
+        Cost model: ``TIME_ITERATIONS`` iterations of ``n k^2`` flops (the
+        ``U^T D U`` of each Newton system) at the measured rate of
+        :func:`baselines.pace.gemm_flop_seconds`; the limit is
+        :meth:`Adapter._time_limit`. Empty without one (GPU, no time).
+        """
+        found = self._time_limit(budget)
+        if found is None or not ks:
+            return {}
+        from .pace import gemm_flop_seconds
+
+        rate = gemm_flop_seconds(self.dtype, self.n_threads)
+        seconds = {k: TIME_ITERATIONS * n * k * k * rate for k in ks}
+        k = next((k for k in ks if seconds[k] <= found[0]), ks[-1])
+        over = "" if seconds[k] <= found[0] else "still over (the smallest rank tried) "
+        return {"k": k, "time_limit_s": found[0], "predicted_fit_s": seconds[k], "gflops_measured": 1e-9 / rate,
+                "time_reason": (f"rank <= {k}: {TIME_ITERATIONS} iterations of n k^2 flops at {1e-9 / rate:.1f} "
+                                f"GFLOP/s (measured) = {seconds[k]:.3g} s, {over or 'within '}{found[1]}; "
+                                f"memory allowed {ks[0]}")}
 
     def _fit(self, X, target) -> None:
         from joker.ipm import LowRankIPMClassifier

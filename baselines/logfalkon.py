@@ -20,6 +20,8 @@ callback); ``converged`` is a plateau test on that curve.
 
 from __future__ import annotations
 
+import math
+
 from typing import Any
 
 import numpy as np
@@ -74,7 +76,7 @@ class LogFalkonAdapter(FalkonFamily):
 
     Options
     -------
-    M, max_M, large_n, large_n_max_M, keops, error_every, plateau_rtol, rise_tol, check_divergence
+    M, max_M, large_n, large_n_max_M, time_target_s, keops, error_every, plateau_rtol, rise_tol, check_divergence
         As for :class:`baselines.falkon.FalkonAdapter`.
     path_start : float, default 1e-3
     path_steps : int, default 3
@@ -103,6 +105,17 @@ class LogFalkonAdapter(FalkonFamily):
         """CG iterations of one fit: ``path_iters`` per path step, ``final_iters`` per final step."""
         o = self.options
         return int(o["path_steps"]) * int(o["path_iters"]) + int(o["final_steps"]) * int(o["final_iters"])
+
+    def _kernel_passes(self) -> float:
+        """Blocks of ``n x M`` kernel entries one fit computes (the time-aware plan's cost model).
+
+        Per Newton step: one per CG iteration, one for the gradient of the
+        logistic loss at the current point, one for the step's callback
+        (every ``error_every`` steps).
+        """
+        o, every = self.options, self.options["error_every"]
+        steps = int(o["path_steps"]) + int(o["final_steps"])
+        return self._cg_iterations() + steps + (math.ceil(steps / int(every)) if every else 0)
 
     def _fit(self, X: np.ndarray, target: np.ndarray) -> None:
         from falkon import LogisticFalkon

@@ -1,0 +1,185 @@
+"""Time-aware CPU plans (issue 23, item 2): Falkon's M and EigenPro's centres and epochs fit the trial's time.
+
+The machine's pace (``baselines.pace.kernel_entry_seconds``) is replaced by a
+fixed 10 ns per kernel entry, so every size below is exact arithmetic:
+``passes * n * M * pace <= FIT_TIME_SHARE * time_s``. No upstream library runs.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from baselines import pace
+from baselines.base import FIT_TIME_SHARE, MIN_TIMED_SIZE, Budget
+from baselines.eigenpro3 import EigenPro3Adapter
+from baselines.eigenpro4 import BATCH_SECONDS, EigenPro4Adapter
+from baselines.falkon import FalkonAdapter
+from baselines.logfalkon import LogFalkonAdapter
+
+PACE = 1e-8
+HEPC = (1_844_332, 10)
+
+
+@pytest.fixture
+def fixed_pace(monkeypatch):
+    monkeypatch.setattr(pace, "kernel_entry_seconds", lambda d, dtype, threads: PACE)
+
+
+def make(cls, task, **options):
+    return cls(task=task, loss=cls.losses[task][0], sigma=1.0, lam=1.0, dtype="float64", device="cpu", **options)
+
+
+def budget(time_s, mib=4096):
+    return Budget("cpu-4g", mib << 20, time_s=time_s)
+
+
+def test_largest_in_time_is_the_exact_boundary():
+    assert pace.largest_in_time(lambda m: 2.0 * m, 100.0, hi=1000) == 50
+    assert pace.largest_in_time(lambda m: 2.0 * m, 100.0, hi=40) == 40       # everything fits
+    assert pace.largest_in_time(lambda m: 2.0 * m, 100.0, hi=1000, lo=64) == 64  # even lo is over: lo
+    assert pace.largest_in_time(lambda m: 2.0 * m + 0.5, 100.0, hi=10**9) == 49
+
+
+def test_the_measured_pace_is_a_plausible_cached_number():
+    first = pace.kernel_entry_seconds(10, "float64", 1)
+    assert 1e-11 < first < 1e-6          # between 0.01 ns and 1 us per entry on any CPU
+    assert pace.kernel_entry_seconds(10, "float64", 1) == first  # cached per process
+    for bad in ((0, "float64", 1), (10, "float16", 1), (10, "float64", 0)):
+        with pytest.raises(ValueError):
+            pace.kernel_entry_seconds(*bad)
+
+
+@pytest.mark.parametrize("value", [0, -1.0, math.nan, math.inf, True, "60"])
+def test_budget_time_must_be_positive_seconds(value):
+    with pytest.raises(ValueError, match="time_s"):
+        Budget("b", 1 << 30, time_s=value)
+
+
+@pytest.mark.parametrize("cls,task,passes", [
+    (FalkonAdapter, "regression", 20 + 1 + 20),          # maxiter CG sweeps, K^T y, a callback per iteration
+    (LogFalkonAdapter, "binary", 3 * 3 + 2 * 8 + 5 + 5),  # CG sweeps, a gradient and a callback per Newton step
+])
+def test_falkon_m_is_the_largest_that_fits_the_time(fixed_pace, cls, task, passes):
+    n, d = HEPC
+    plan = make(cls, task).plan(budget(150.0), n, d)
+    expect = math.floor(FIT_TIME_SHARE * 150.0 / (passes * n * PACE))
+    assert plan["M"] == expect
+    assert plan["kernel_passes"] == passes and plan["predicted_fit_s"] == pytest.approx(passes * n * expect * PACE)
+    assert plan["predicted_fit_s"] <= FIT_TIME_SHARE * 150.0 < passes * n * (expect + 1) * PACE
+    assert plan["plan_reason"].startswith(f"M <= {expect}: {passes} kernel passes")
+
+
+def test_falkon_fewer_callbacks_buy_a_larger_m(fixed_pace):
+    n, d = HEPC
+    every5 = make(FalkonAdapter, "regression", error_every=5).plan(budget(150.0), n, d)
+    assert every5["kernel_passes"] == 20 + 1 + 4
+    assert every5["M"] == math.floor(75.0 / (25 * n * PACE))
+    silent = make(FalkonAdapter, "regression", error_every=None).plan(budget(150.0), n, d)
+    assert silent["kernel_passes"] == 21
+
+
+def test_falkon_without_a_time_or_with_m_given_plans_as_before(fixed_pace):
+    n, d = 49_990, 22
+    untimed = make(FalkonAdapter, "regression").plan(budget(None), n, d)
+    assert "time_reason" not in untimed and untimed["M"] > 10_000   # the memory rule (cpu-4g, float64)
+    roomy = make(FalkonAdapter, "regression").plan(budget(1e6), n, d)
+    assert roomy["M"] == untimed["M"] and roomy["predicted_fit_s"] < FIT_TIME_SHARE * 1e6  # time does not raise M
+    given = make(FalkonAdapter, "regression", M=3000).plan(budget(1.0), n, d)
+    assert given["M"] == 3000 and given["plan_reason"] == "M given" and "predicted_fit_s" not in given
+
+
+def test_falkon_says_when_even_the_smallest_m_is_over(fixed_pace):
+    plan = make(FalkonAdapter, "regression").plan(budget(1.0), *HEPC)
+    assert plan["M"] == MIN_TIMED_SIZE and "still over" in plan["plan_reason"]
+
+
+def test_eigenpro3_lowers_epochs_then_sizes_centres_for_them(fixed_pace):
+    n, d = HEPC
+    plan = make(EigenPro3Adapter, "regression").plan(budget(600.0), n, d)
+    s, limit = 5000, FIT_TIME_SHARE * 600.0
+    epoch = lambda p: n * (1.5 * p + s) * PACE  # noqa: E731  (EigenPro3Adapter._epoch_entries)
+    epochs = int(limit // epoch(MIN_TIMED_SIZE))
+    assert 1 <= epochs < 10 and plan["epochs"] == epochs
+    p = plan["n_centers"]
+    assert epochs * epoch(p) <= limit < epochs * epoch(p + 1)
+    assert plan["time_reason"].startswith(f"epochs 10 -> {epochs}")
+    # one epoch of even 64 centres is over the limit: 1 epoch, 64 centres, and the reason says so
+    tight = make(EigenPro3Adapter, "regression").plan(budget(100.0), n, d)
+    assert (tight["epochs"], tight["n_centers"]) == (1, MIN_TIMED_SIZE) and "still over" in tight["time_reason"]
+
+
+def ep4_epoch(n, p):
+    """EigenPro4Adapter._epoch_seconds: kernel entries plus a fixed cost per batch of min(10,000, P) rows."""
+    return n * (3.0 * p + 3000) * PACE + math.ceil(n / min(10_000, p, n)) * BATCH_SECONDS
+
+
+def test_eigenpro4_keeps_its_epochs_when_they_fit(fixed_pace):
+    n, d = 49_990, 22
+    plan = make(EigenPro4Adapter, "binary").plan(budget(150.0), n, d)
+    assert plan["epochs"] == 10 and "epochs 10 ->" not in plan["time_reason"]
+    p = plan["n_centers"]
+    assert 10 * ep4_epoch(n, p) <= FIT_TIME_SHARE * 150.0 < 10 * ep4_epoch(n, p + 1)
+
+
+def test_eigenpro4_does_not_shrink_into_tiny_batches(fixed_pace):
+    """At full HEPC the plan had chosen P = 286 (batches of 286 rows, ~6,400 per epoch) and timed out."""
+    n, d = HEPC
+    plan = make(EigenPro4Adapter, "regression").plan(budget(150.0), n, d)
+    assert plan["n_centers"] >= 2048
+    t, p = plan["epochs"], plan["n_centers"]
+    assert plan["predicted_fit_s"] == pytest.approx(t * ep4_epoch(n, p))
+
+
+def test_time_target_option_caps_without_a_harness(fixed_pace):
+    n, d = HEPC
+    plan = make(FalkonAdapter, "regression", time_target_s=100).plan(budget(None), n, d)
+    assert plan["M"] == math.floor(100 / (41 * n * PACE)) and "time_target_s = 100 s" in plan["plan_reason"]
+    both = make(FalkonAdapter, "regression", time_target_s=1000).plan(budget(150.0), n, d)
+    assert both["time_limit_s"] == FIT_TIME_SHARE * 150.0  # the smaller of the two
+    ep = make(EigenPro3Adapter, "regression", time_target_s=30).plan(budget(150.0), 49_990, 22)
+    assert ep["time_limit_s"] == 30 and ep["predicted_fit_s"] <= 30
+
+
+@pytest.mark.parametrize("cls", [FalkonAdapter, EigenPro3Adapter, EigenPro4Adapter])
+@pytest.mark.parametrize("value", [0, -5, math.nan, "fast", True])
+def test_time_target_must_be_positive_seconds(cls, value):
+    with pytest.raises(ValueError, match="time_target_s"):
+        make(cls, "regression", time_target_s=value)
+
+
+def test_eigenpro_centres_given_are_not_capped(fixed_pace):
+    plan = make(EigenPro3Adapter, "regression", n_centers=3000).plan(budget(1.0), *HEPC)
+    assert plan["n_centers"] == 3000 and plan["epochs"] == 10 and "time_reason" not in plan
+
+
+def test_eigenpro3_cpu_plan_caps_the_batch_so_full_hepc_fits_memory():
+    """EigenPro3's spectral batch is capped at max_batch on the CPU too: full HEPC was over budget at 16 GiB."""
+    plan = make(EigenPro3Adapter, "regression").plan(budget(None, 16384), *HEPC)
+    assert plan["max_batch"] == 8192 and plan["est_bytes"] <= 16384 << 20
+
+
+def test_ipm_rank_is_the_largest_halving_that_fits_the_time(monkeypatch):
+    from baselines.ipm_lowrank import TIME_ITERATIONS, IPMLowRankAdapter
+
+    monkeypatch.setattr(pace, "gemm_flop_seconds", lambda dtype, threads: 1e-10)  # 10 GFLOP/s
+    n, d = 49_990, 22
+    seconds = lambda k: TIME_ITERATIONS * n * k * k * 1e-10  # noqa: E731
+    plan = make(IPMLowRankAdapter, "binary").plan(budget(150.0), n, d)
+    assert plan["n_components"] == 256 and seconds(256) <= 75.0 < seconds(512)
+    assert plan["predicted_fit_s"] == pytest.approx(seconds(256)) and "rank <= 256" in plan["time_reason"]
+    assert make(IPMLowRankAdapter, "binary").plan(budget(None), n, d)["n_components"] == 1024  # memory alone
+    fixed = make(IPMLowRankAdapter, "binary", n_components=1024).plan(budget(1.0), n, d)
+    assert fixed["n_components"] == 1024 and "time_reason" not in fixed
+
+
+@pytest.mark.parametrize("d,cached", [(22, False), (123, True)])
+def test_sodm_keeps_no_row_cache_on_few_features(d, cached):
+    """As exact Joker: below 32 features no kernel-row cache unless cache_size is given."""
+    from baselines.sodm import SODMAdapter
+
+    plan = make(SODMAdapter, "binary").plan(budget(None), 49_990, d)
+    assert (plan["cache_bytes"] > 0) is cached
+    given = make(SODMAdapter, "binary", cache_size=100).plan(budget(None), 49_990, d)
+    assert given["cache_rows"] == (100 << 20) // (8 * 49_990)  # whole kernel rows of the 100 MiB asked for
