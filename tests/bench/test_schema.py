@@ -138,6 +138,18 @@ def test_table4_full_scale_sweeps_both_cpu_budgets_on_full_splits():
         assert spec.timeout_s == 150 and spec.threads == 2 and spec.method.dtype == "float32"
 
 
+def test_table4_full_scale_solves_the_l1_svc_and_times_the_sized_methods():
+    """scale=full: joker-exact's binary loss is the hinge (LIBSVM's problem), regression keeps the squared loss;
+    the methods whose model size sets their time get a 20 s target; scale=local keeps the paper's L2-SVC."""
+    for ds, loss in (("skin", "hinge"), ("ijcnn1", "hinge"), ("hepc", "squared")):
+        spec = resolve_trial(_compose("table4", ["scale=full", f"dataset={ds}", "method=joker-exact"]))
+        assert spec.method.loss == loss
+    assert resolve_trial(_compose("table4", ["dataset=skin", "method=joker-exact"])).method.loss == "squared_hinge"
+    for method in ("falkon", "logfalkon", "eigenpro3", "eigenpro4", "ipm-lowrank"):
+        spec = resolve_trial(_compose("table4", ["scale=full", "dataset=ijcnn1", f"method={method}"]))
+        assert spec.method.options["time_target_s"] == 20
+
+
 def test_table4_local_caps_falkon():
     spec = resolve_trial(_compose("table4", ["dataset=skin", "method=falkon"]))
     assert spec.method.options["M"] == 2000 and spec.timeout_s == 600

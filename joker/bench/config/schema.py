@@ -528,6 +528,9 @@ def _file_dataset(ds: dict[str, Any], n_train: int | None, n_test: int | None) -
 def _trial_method(m: dict[str, Any], setting: dict[str, Any], task: str) -> TrialMethod:
     """The method part: the merged setting, the loss defaulting to ``losses[task]``.
 
+    A setting's ``loss`` is one loss name for every task, or a mapping
+    ``{task: loss}`` that overrides only the tasks it names.
+
     The kernel names are the solver's (:data:`joker.kernel_names.KERNELS`, a
     module without torch: the config check of every job reads them).
     """
@@ -535,7 +538,10 @@ def _trial_method(m: dict[str, Any], setting: dict[str, Any], task: str) -> Tria
 
     if setting["kernel"] not in KERNELS:
         raise ConfigError(f"kernel must be one of {list(KERNELS)}, got {setting['kernel']!r}")
-    return TrialMethod(name=m["name"], loss=setting["loss"] or (m.get("losses") or {}).get(task),
+    loss = setting["loss"]
+    if isinstance(loss, dict):  # {task: loss}: a per-task override (scale=full's L1-SVC), the others keep losses[task]
+        loss = loss.get(task)
+    return TrialMethod(name=m["name"], loss=loss or (m.get("losses") or {}).get(task),
                        kernel=setting["kernel"], dtype=setting["dtype"], options=setting["options"],
                        adapter=setting["adapter"], warmup=bool(setting["warmup"]))
 
