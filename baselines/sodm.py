@@ -21,9 +21,7 @@ no exact block size fits, the plan switches to random features
 (``rff_fallback``) or the budget check refuses the trial with the estimate.
 With the exact kernel the plan adds a kernel row cache, as exact Joker's
 (:func:`baselines.joker_solver.joker_cache_plan`: half of what the budget
-leaves beside that estimate, at most the n x n kernel), and, as exact
-Joker's, none below ``CACHE_MIN_FEATURES`` features unless ``cache_size``
-is given. The final level's
+leaves beside that estimate, at most the n x n kernel). The final level's
 solve keeps all of it; the concurrent partition solves of a level share it.
 
 Convergence signal: the final level's relative duality gap and KKT residual
@@ -39,8 +37,8 @@ from typing import Any
 import numpy as np
 
 from .base import Adapter, Budget, torch_threads
-from .joker_solver import (CACHE_MIN_FEATURES, MIN_BLOCK, MIN_COMPONENTS, _halvings, joker_cache_plan,
-                           joker_exact_bytes, joker_inexact_bytes)
+from .joker_solver import (MIN_BLOCK, MIN_COMPONENTS, _halvings, joker_cache_plan, joker_exact_bytes,
+                           joker_inexact_bytes)
 
 __all__ = ["SODMAdapter", "sodm_bytes"]
 
@@ -134,14 +132,8 @@ class SODMAdapter(Adapter):
         if fixed_m is None:
             for b in blocks:
                 if est(b) <= limit:
-                    plan = {"block_size": b, "n_components": None, "levels": L, "n_jobs": jobs, "est_bytes": est(b)}
-                    if o["cache_size"] is None and d < CACHE_MIN_FEATURES:
-                        # exact Joker's rule (JokerExactAdapter._plan): on few features a cached row costs about
-                        # what recomputing it does; full ijcnn1 (d = 22), cpu-4g: the final level's 7 epochs took
-                        # 52 s beside a 1,784 MiB partial cache
-                        return {**plan, **joker_cache_plan(0, 0, n, dsz),
-                                "plan_reason": f"d = {d} < {CACHE_MIN_FEATURES} features: no kernel-row cache"}
-                    return {**plan, **joker_cache_plan(o["cache_size"], limit - est(b), n, dsz)}
+                    return {"block_size": b, "n_components": None, "levels": L, "n_jobs": jobs, "est_bytes": est(b),
+                            **joker_cache_plan(o["cache_size"], limit - est(b), n, dsz)}
             if not o["rff_fallback"]:  # the base class refuses it: "cannot hold the smallest setting"
                 return {"block_size": blocks[-1], "n_components": None, "levels": L, "n_jobs": jobs,
                         "est_bytes": est(blocks[-1])}
