@@ -173,13 +173,3 @@ def test_ipm_rank_is_the_largest_halving_that_fits_the_time(monkeypatch):
     fixed = make(IPMLowRankAdapter, "binary", n_components=1024).plan(budget(1.0), n, d)
     assert fixed["n_components"] == 1024 and "time_reason" not in fixed
 
-
-@pytest.mark.parametrize("d,cached", [(22, False), (123, True)])
-def test_sodm_keeps_no_row_cache_on_few_features(d, cached):
-    """As exact Joker: below 32 features no kernel-row cache unless cache_size is given."""
-    from baselines.sodm import SODMAdapter
-
-    plan = make(SODMAdapter, "binary").plan(budget(None), 49_990, d)
-    assert (plan["cache_bytes"] > 0) is cached
-    given = make(SODMAdapter, "binary", cache_size=100).plan(budget(None), 49_990, d)
-    assert given["cache_rows"] == (100 << 20) // (8 * 49_990)  # whole kernel rows of the 100 MiB asked for
