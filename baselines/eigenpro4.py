@@ -392,7 +392,7 @@ class EigenPro4Adapter(EpochAdapter):
         """:func:`eigenpro4_bytes` with one output column (the classes are not known when the plan is made)."""
         return eigenpro4_bytes(n, p, d, *self._sizes(n, p), self.dtype_bytes, 1, self.on_gpu)
 
-    _epoch_formula = "3 p + s"
+    _epoch_formula = "3 p + s, plus BATCH_SECONDS per batch"
 
     def _epoch_entries(self, n: int, p: int) -> float:
         """Kernel entries per training row of one CPU epoch: ``3 p + s``.
