@@ -17,6 +17,8 @@ that fits a time share.
 from __future__ import annotations
 
 import functools
+import math
+import numbers
 import time
 from typing import Callable
 
@@ -25,6 +27,9 @@ __all__ = ["PROBE_CENTRES", "PROBE_ROWS", "SOLVER_FACTOR", "gemm_flop_seconds", 
 
 #: Rows and centres of the timed block (a 64 MiB float64 block: not cache-resident, like the real ones).
 PROBE_ROWS, PROBE_CENTRES = 32_768, 256
+#: Most input elements of the probe (rows x d): on wide data the rows shrink (at least 1,024), so that the
+#: probe stays near 0.1-0.3 s and 32 MiB (float64) for any d (at d = 1,024 it had taken 718 MiB and 4.6 s).
+PROBE_ELEMENTS = 1 << 22
 #: The solvers' own blocks against the probe's, measured through the harness on full HEPC (2 threads):
 #: Falkon float64, M = 127, 41 passes: 97.6 s of fit against 72.4 s from the bare probe (x 1.35); EigenPro3
 #: float32, 538 centres, 3 epochs: 102.1 s against 72.5 s (x 1.41). :func:`kernel_entry_seconds` includes it.
@@ -36,7 +41,8 @@ def kernel_entry_seconds(d: int, dtype: str, threads: int, repeats: int = 3) -> 
     """Seconds per kernel entry of one Gaussian block times a vector, measured on this CPU.
 
     Times ``exp(-cdist(X, Z)^2 / 2) @ v`` for a ``PROBE_ROWS x PROBE_CENTRES``
-    block of standard-normal data in ``d`` dimensions, keeps the fastest
+    block (fewer rows when ``PROBE_ROWS * d > PROBE_ELEMENTS``) of
+    standard-normal data in ``d`` dimensions, keeps the fastest
     of ``repeats`` runs (the others include first-touch and other load) and
     multiplies it by :data:`SOLVER_FACTOR` (what the solvers' own blocks cost
     more). Cached per process and arguments (about 0.1-0.3 s the first time).
@@ -61,8 +67,9 @@ def kernel_entry_seconds(d: int, dtype: str, threads: int, repeats: int = 3) -> 
     ValueError
         On ``d < 1``, ``threads < 1``, ``repeats < 1`` or another dtype.
     """
-    if d < 1 or threads < 1 or repeats < 1:
-        raise ValueError(f"d, threads and repeats must be >= 1, got {d}, {threads}, {repeats}")
+    for label, value in (("d", d), ("threads", threads), ("repeats", repeats)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+            raise ValueError(f"{label} must be an integer >= 1, got {value!r}")
     if dtype not in ("float32", "float64"):
         raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype!r}")
     import torch
@@ -71,7 +78,8 @@ def kernel_entry_seconds(d: int, dtype: str, threads: int, repeats: int = 3) -> 
 
     gen = torch.Generator().manual_seed(0)
     tdtype = getattr(torch, dtype)
-    X = torch.randn(PROBE_ROWS, d, generator=gen, dtype=tdtype)
+    rows = max(1024, min(PROBE_ROWS, PROBE_ELEMENTS // d))  # at most ~32 MiB of inputs whatever d
+    X = torch.randn(rows, d, generator=gen, dtype=tdtype)
     Z = torch.randn(PROBE_CENTRES, d, generator=gen, dtype=tdtype)
     v = torch.randn(PROBE_CENTRES, 1, generator=gen, dtype=tdtype)
     best = float("inf")
@@ -81,15 +89,16 @@ def kernel_entry_seconds(d: int, dtype: str, threads: int, repeats: int = 3) -> 
             block = torch.cdist(X, Z).square_().mul_(-0.5).exp_()
             (block @ v).sum().item()
             best = min(best, time.perf_counter() - t)
-    return SOLVER_FACTOR * best / (PROBE_ROWS * PROBE_CENTRES)
+    return SOLVER_FACTOR * best / (rows * PROBE_CENTRES)
 
 
 @functools.lru_cache(maxsize=16)
 def gemm_flop_seconds(dtype: str, threads: int, repeats: int = 3) -> float:
     """Seconds per flop of a tall-skinny Gram product ``U^T U`` on this CPU, measured.
 
-    The low-rank IPM's iterations are dominated by ``U^T D U`` (``2 n k^2``
-    flops for an ``n x k`` factor); this times ``U^T U`` for a
+    The low-rank IPM's iterations are dominated by ``U^T D U`` for an
+    ``n x k`` factor (``2 n k^2`` flops as a GEMM; the IPM's cost model
+    charges ``n k^2``, what the symmetric product needs); this times ``U^T U`` for a
     ``16,384 x 256`` ``U`` (torch, the dtype and threads asked for) and
     keeps the fastest of ``repeats`` runs. Cached per process and arguments.
 
@@ -146,8 +155,17 @@ def largest_in_time(seconds_of: Callable[[int], float], limit_s: float, hi: int,
     Returns
     -------
     int
+        In ``[max(1, lo), max(lo, hi)]``.
+
+    Raises
+    ------
+    ValueError
+        On a non-finite ``limit_s``.
     """
-    lo, hi = int(lo), max(int(lo), int(hi))
+    if not (isinstance(limit_s, numbers.Real) and math.isfinite(limit_s)):
+        raise ValueError(f"limit_s must be a finite number of seconds, got {limit_s!r}")
+    lo = max(1, int(lo))
+    hi = max(lo, int(hi))
     if seconds_of(hi) <= limit_s:
         return hi
     if seconds_of(lo) > limit_s:

@@ -173,3 +173,27 @@ def test_ipm_rank_is_the_largest_halving_that_fits_the_time(monkeypatch):
     fixed = make(IPMLowRankAdapter, "binary", n_components=1024).plan(budget(1.0), n, d)
     assert fixed["n_components"] == 1024 and "time_reason" not in fixed
 
+
+
+@pytest.mark.parametrize("cls,task,key", [
+    (EigenPro3Adapter, "regression", "epochs"), (EigenPro3Adapter, "regression", "max_batch"),
+    (EigenPro4Adapter, "regression", "epochs"), (EigenPro4Adapter, "regression", "max_centers"),
+])
+@pytest.mark.parametrize("value", [0, -1, 2.5, True])
+def test_eigenpro_sizes_the_time_plan_reads_must_be_positive_integers(cls, task, key, value):
+    with pytest.raises(ValueError, match=key):
+        make(cls, task, **{key: value})
+
+
+@pytest.mark.parametrize("value", [0, -3, 1.5, True])
+def test_falkon_error_every_must_be_none_or_positive(value):
+    with pytest.raises(ValueError, match="error_every"):
+        make(FalkonAdapter, "regression", error_every=value)
+
+
+def test_the_probe_stays_small_on_wide_data():
+    assert 0 < pace.kernel_entry_seconds(4096, "float32", 1) < 1e-5
+    with pytest.raises(ValueError, match="d must be"):
+        pace.kernel_entry_seconds(1.5, "float32", 1)
+    with pytest.raises(ValueError, match="limit_s"):
+        pace.largest_in_time(lambda m: m, float("nan"), 10)
