@@ -145,8 +145,9 @@ class Budget:
         Seconds left for fit and prediction when the plan is made (the
         trial's wall-clock limit minus what it already spent). CPU plans of
         the methods whose model size sets their time (Falkon's ``M``,
-        EigenPro's centres) keep their predicted fit within
-        :data:`FIT_TIME_SHARE` of it; ``None``: no limit, memory alone sizes them.
+        EigenPro's centres and epochs, the low-rank IPM's rank) keep their predicted fit within
+        :data:`FIT_TIME_SHARE` of it; ``None``: no limit from the trial (an
+        adapter's ``time_target_s`` option still caps them).
 
     Raises
     ------

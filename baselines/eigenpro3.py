@@ -259,6 +259,7 @@ class EigenPro3Adapter(EpochAdapter):
     option_defaults = {"n_centers": None, "max_centers": 20_000, "epochs": 10, "n_nystrom": 5000,
                        "preconditioner_level": 500, "max_batch": 8192, "time_target_s": None, "plateau_rtol": 1e-3,
                        "check_divergence": True}
+    positive_int_options = ("max_centers", "epochs", "n_nystrom", "preconditioner_level", "max_batch")
     signal = "training error per epoch"
     uses_lam = False  # no regulariser: early stopping by epochs
     check_divergence = True

@@ -365,6 +365,7 @@ class EigenPro4Adapter(EpochAdapter):
     option_defaults = {"n_centers": None, "max_centers": 20_000, "epochs": 10, "n_nystrom_data": 3000,
                        "data_level": 150, "n_nystrom_model": 3000, "model_level": 150, "max_critical_ratio": 0.5, "time_target_s": None, "plateau_rtol": 1e-3,
                        "check_divergence": True}
+    positive_int_options = ("max_centers", "epochs", "n_nystrom_data", "data_level", "n_nystrom_model", "model_level")
     signal = "training error per epoch"
     uses_lam = False  # no regulariser: early stopping by epochs
     check_divergence = True

@@ -118,7 +118,11 @@ class EpochAdapter(Adapter):
         limit of :meth:`Adapter._time_limit`; when even
         ``_min_timed_centres`` centres do not fit ``epochs`` epochs, the
         epochs are lowered first (at least 1: early stopping is these
-        solvers' regulariser) and ``p`` sized for them.
+        solvers' regulariser) and ``p`` sized for them. Not modelled: the
+        fixed set-up (the Nystroem eigendecompositions of the
+        preconditioners, a few seconds at 3,000-5,000 samples), which is why
+        small data sets took longer than predicted (HIGGS head, 6,000 rows:
+        predicted 5-6 s, fit 20-24 s for EigenPro3 on 2026-12-04).
 
         Returns
         -------

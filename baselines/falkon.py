@@ -181,6 +181,12 @@ class FalkonFamily(Adapter):
 
     positive_int_options = ("max_M", "large_n", "large_n_max_M")
 
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        every = self.options["error_every"]
+        if every is not None and (isinstance(every, bool) or not isinstance(every, int) or every < 1):
+            raise ValueError(f"{self.name}: option error_every must be None or an integer >= 1, got {every!r}")
+
     def _cg_iterations(self) -> int:
         """CG iterations of one fit (Falkon: ``maxiter``)."""
         return int(self.options["maxiter"])
