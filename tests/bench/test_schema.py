@@ -150,6 +150,19 @@ def test_table4_full_scale_solves_the_l1_svc_and_times_the_sized_methods():
         assert spec.method.options["time_target_s"] == 20
 
 
+def test_a_per_task_loss_overrides_only_its_tasks_and_bad_ones_are_config_errors():
+    from joker.bench.config.schema import _check_setting, _merge
+
+    assert _merge({"loss": "logistic"}, {"loss": {"regression": "squared"}})["loss"] == {
+        "regression": "squared", "binary": "logistic", "multiclass": "logistic"}
+    assert _merge({"loss": {"binary": "hinge"}}, {"loss": {"regression": "huber"}})["loss"] == {
+        "binary": "hinge", "regression": "huber"}
+    assert _merge({"loss": None}, {"loss": {"binary": "hinge"}})["loss"] == {"binary": "hinge"}
+    for bad, text in (({"binnary": "hinge"}, "unknown tasks"), ({"binary": 3}, "loss name"), (3, "loss name")):
+        with pytest.raises(ConfigError, match=text):
+            _check_setting("settings[joker-exact]", {"loss": bad})
+
+
 def test_table4_local_caps_falkon():
     spec = resolve_trial(_compose("table4", ["dataset=skin", "method=falkon"]))
     assert spec.method.options["M"] == 2000 and spec.timeout_s == 600

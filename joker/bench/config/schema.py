@@ -362,11 +362,15 @@ def _plain(cfg: Any) -> dict[str, Any]:
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    """Merge per-method settings ``over`` into ``base`` (``options`` merged by key)."""
+    """Merge per-method settings ``over`` into ``base`` (``options`` and a ``{task: loss}`` merged by key)."""
     out = dict(base)
     for key, value in over.items():
         if key == "options" and isinstance(value, dict):
             out["options"] = {**(out.get("options") or {}), **value}
+        elif key == "loss" and isinstance(value, dict):  # {task: loss} overrides only the tasks it names
+            below = out.get("loss")
+            below = dict(below) if isinstance(below, dict) else ({t: below for t in TASKS} if below else {})
+            out["loss"] = {**below, **value}
         else:
             out[key] = value
     return out
@@ -439,6 +443,16 @@ def _check_setting(where: str, setting: Any) -> dict[str, Any]:
         raise ConfigError(
             f"{where} has unknown keys {sorted(unknown)}; allowed: {sorted(SETTING_KEYS)}"
         )
+    loss = setting.get("loss")
+    if isinstance(loss, dict):  # {task: loss}: only the tasks of the benchmark, each a loss name
+        bad = sorted(str(t) for t in set(loss) - set(TASKS))
+        if bad:
+            raise ConfigError(f"{where}.loss has unknown tasks {bad}; tasks: {list(TASKS)}")
+        for task, name in loss.items():
+            if not isinstance(name, str):
+                raise ConfigError(f"{where}.loss.{task} must be a loss name, got {name!r}")
+    elif loss is not None and not isinstance(loss, str):
+        raise ConfigError(f"{where}.loss must be a loss name or {{task: loss}}, got {loss!r}")
     return setting
 
 
