@@ -36,6 +36,15 @@ PROBE_ELEMENTS = 1 << 22
 SOLVER_FACTOR = 1.4
 
 
+def _check_probe(dtype: str, **sizes: int) -> None:
+    """ValueError unless ``dtype`` is float32/float64 and every size is an integer >= 1 (bool refused)."""
+    for label, value in sizes.items():
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+            raise ValueError(f"{label} must be an integer >= 1, got {value!r}")
+    if dtype not in ("float32", "float64"):
+        raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype!r}")
+
+
 @functools.lru_cache(maxsize=16)
 def kernel_entry_seconds(d: int, dtype: str, threads: int, repeats: int = 3) -> float:
     """Seconds per kernel entry of one Gaussian block times a vector, measured on this CPU.
@@ -67,11 +76,7 @@ def kernel_entry_seconds(d: int, dtype: str, threads: int, repeats: int = 3) -> 
     ValueError
         On ``d < 1``, ``threads < 1``, ``repeats < 1`` or another dtype.
     """
-    for label, value in (("d", d), ("threads", threads), ("repeats", repeats)):
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-            raise ValueError(f"{label} must be an integer >= 1, got {value!r}")
-    if dtype not in ("float32", "float64"):
-        raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype!r}")
+    _check_probe(dtype, d=d, threads=threads, repeats=repeats)
     import torch
 
     from .threads import torch_threads
@@ -118,12 +123,9 @@ def gemm_flop_seconds(dtype: str, threads: int, repeats: int = 3) -> float:
     Raises
     ------
     ValueError
-        On ``threads < 1``, ``repeats < 1`` or another dtype.
+        On a non-integer or ``< 1`` ``threads`` / ``repeats``, or another dtype.
     """
-    if threads < 1 or repeats < 1:
-        raise ValueError(f"threads and repeats must be >= 1, got {threads}, {repeats}")
-    if dtype not in ("float32", "float64"):
-        raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype!r}")
+    _check_probe(dtype, threads=threads, repeats=repeats)
     import torch
 
     from .threads import torch_threads
