@@ -20,8 +20,10 @@ Functions*, 1980, ch. 8: additive range reduction with split constants):
 
 Valid for |v| <= ``MAX_ABS`` (1e5): past it the reduction loses its
 exactness and the polynomial is evaluated outside [-pi/2, pi/2] (values
-far outside [-1, 1]); :func:`cos_scale_` then takes ``torch.cos`` for the
-whole tensor (one ``aminmax`` pass decides). Measured against ``np.cos``
+far outside [-1, 1]). :func:`cos_scale_` then takes ``torch.cos`` for the
+whole tensor (one ``aminmax`` pass decides), unless its caller has bounded
+the phases itself (``in_range``: the random features bound each row's
+phases from its inputs and recompute the rows past the bound exactly). Measured against ``np.cos``
 in float64 (tests/joker/test_fast_cos.py), |v| <= 1e5: max absolute error
 1.4e-7 in float32 (torch.cos 3.6e-8) and 3.3e-16 in float64. The
 features' phases are ``X W^T + b`` of centred inputs, |v| of a few tens.
@@ -91,6 +93,21 @@ if numba is not None:
         r = abs(((v - k * s[2]) - k * s[3]) - k * s[4])
         return (r - s[5]) - s[6]
 
+    @numba.njit(inline="always", fastmath=_FLAGS)
+    def _sin_poly32(x):
+        """sin x for x in [-pi/2, pi/2], float32: Horner form of the 7-term Taylor polynomial."""
+        t = _SIN32
+        z = x * x
+        return x * (t[0] + z * (t[1] + z * (t[2] + z * (t[3] + z * (t[4] + z * (t[5] + z * t[6]))))))
+
+    @numba.njit(inline="always", fastmath=_FLAGS)
+    def _sin_poly64(x):
+        """sin x for x in [-pi/2, pi/2], float64: Horner form of the 11-term Taylor polynomial."""
+        t = _SIN64
+        z = x * x
+        return x * (t[0] + z * (t[1] + z * (t[2] + z * (t[3] + z * (t[4] + z * (
+            t[5] + z * (t[6] + z * (t[7] + z * (t[8] + z * (t[9] + z * t[10]))))))))))
+
     # Two kernels, not one built per dtype by a factory: the coefficients must be module globals
     # (compile-time constants, so the Horner forms unroll and the loop vectorises) for cache=True
     # to apply; a closure over them is not cached, and a coefficient array argument stops the
@@ -98,26 +115,18 @@ if numba is not None:
     @numba.njit(parallel=True, cache=True, fastmath=_FLAGS)
     def _cos_rows32(out, scale):
         n, m = out.shape
-        t = _SIN32
         for i in numba.prange(n):
             row = out[i]
             for j in range(m):
-                x = _shifted(row[j], _S32)
-                z = x * x
-                row[j] = -scale * x * (t[0] + z * (t[1] + z * (t[2] + z * (t[3] + z * (t[4] + z * (
-                    t[5] + z * t[6]))))))
+                row[j] = -scale * _sin_poly32(_shifted(row[j], _S32))
 
     @numba.njit(parallel=True, cache=True, fastmath=_FLAGS)
     def _cos_rows64(out, scale):
         n, m = out.shape
-        t = _SIN64
         for i in numba.prange(n):
             row = out[i]
             for j in range(m):
-                x = _shifted(row[j], _S64)
-                z = x * x
-                row[j] = -scale * x * (t[0] + z * (t[1] + z * (t[2] + z * (t[3] + z * (t[4] + z * (
-                    t[5] + z * (t[6] + z * (t[7] + z * (t[8] + z * (t[9] + z * t[10]))))))))))
+                row[j] = -scale * _sin_poly64(_shifted(row[j], _S64))
 
 
 def available(t) -> bool:
@@ -126,7 +135,7 @@ def available(t) -> bool:
             and t.dim() == 2 and t.is_contiguous() and not t.requires_grad)
 
 
-def cos_scale_(out, scale):
+def cos_scale_(out, scale, in_range=False):
     """In place: ``out = scale * cos(out)``, returned.
 
     Parameters
@@ -134,6 +143,13 @@ def cos_scale_(out, scale):
     out : tensor of shape (n, m), float32 or float64, CPU, C-contiguous
         The phases; overwritten by the scaled cosines.
     scale : float
+    in_range : bool
+        The caller has proved every phase finite and within ``MAX_ABS``
+        (the random features bound them from their inputs,
+        :meth:`joker.features.RandomFourierFeatures.transform_tensor`): no
+        range check. False: one ``aminmax`` pass decides, and a tensor with
+        a phase beyond ``MAX_ABS`` or a non-finite one takes ``torch.cos``
+        whole.
 
     Returns
     -------
@@ -148,9 +164,10 @@ def cos_scale_(out, scale):
     if not available(out):
         raise ValueError("cos_scale_ needs a C-contiguous 2-D float32/float64 CPU tensor and numba")
     if out.numel():
-        lo, hi = torch.aminmax(out)
-        if not (-MAX_ABS <= float(lo) and float(hi) <= MAX_ABS):  # also NaN: torch's cos propagates it
-            return out.cos_().mul_(scale)
+        if not in_range:
+            lo, hi = torch.aminmax(out)
+            if not (-MAX_ABS <= float(lo) and float(hi) <= MAX_ABS):  # also NaN: torch's cos propagates it
+                return out.cos_().mul_(scale)
         numba.set_num_threads(max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS)))
         if out.dtype == torch.float32:
             _cos_rows32(out.numpy(), np.float32(scale))

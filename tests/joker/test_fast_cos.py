@@ -98,3 +98,48 @@ def test_a_far_away_row_predicts_near_zero():
         far = np.array([[1e8, 0.0, 0.0], [1e12, 0.0, 0.0]])
         p = m.predict(far)
         assert np.all(np.isfinite(p)) and np.all(np.abs(p) <= 2.0 * np.abs(y).max())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_features_bound_each_row_and_recompute_far_rows_exactly(dtype):
+    """The dense CPU features skip the phase range pass: each row's phases are bounded from its inputs
+    (sum_k |x_k| max_j |W_jk| + max_j |b_j|) and a row past fast_cos.MAX_ABS, or with a NaN or inf, is
+    recomputed with float64 phases and cosines. Its neighbours keep the compiled path, bit for bit."""
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((600, 5))
+    fm = RandomFourierFeatures(96, sigma=0.7, random_state=2, dtype=dtype).fit(X)
+    Xc = torch.as_tensor(X - fm.center_.numpy(), dtype=dtype)
+    near = fm.transform_tensor(Xc)
+    bad = Xc.clone()
+    rows = [3, 257, 599]
+    bad[3, 1] = 1e7            # phases of order 1e7 / 0.7: past MAX_ABS, inside float32's range
+    bad[257, 0] = float("inf")
+    bad[599, 4] = float("nan")
+    got = fm.transform_tensor(bad)
+    keep = [i for i in range(600) if i not in rows]
+    np.testing.assert_array_equal(got[keep].numpy(), near[keep].numpy())
+    W, b = fm.W_.double().numpy(), fm.b_.double().numpy()
+    ref = math.sqrt(2.0 / 96) * np.cos(bad[3:4].double().numpy() @ W.T + b)
+    # float64 phases of order 6e7: their rounding (~1e-8) is the error, not the cosine's
+    np.testing.assert_allclose(got[3:4].double().numpy(), ref, rtol=0, atol=1e-7)
+    assert float(got[3].abs().max()) <= math.sqrt(2.0 / 96) * (1 + 1e-6)
+    assert bool(torch.isnan(got[257]).all()) and bool(torch.isnan(got[599]).all())
+    # the bound is what decides, and it is a bound: a row of large inputs whose phases stay in range
+    # (every |phase| <= MAX_ABS) is either compiled or exact, and equal to float64 to the dtype's precision
+    mid = torch.full((1, 5), 50.0, dtype=dtype)
+    ref = math.sqrt(2.0 / 96) * np.cos(mid.double().numpy() @ W.T + b)
+    np.testing.assert_allclose(fm.transform_tensor(mid).double().numpy(), ref, rtol=0, atol=2e-5)
+
+
+def test_a_row_gets_the_same_features_alone_and_in_a_block():
+    """fit, certificate and predict compute a row's features in blocks of different sizes and company."""
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((700, 10)).astype(np.float32)
+    fm = RandomFourierFeatures(256, sigma=2.0, random_state=0, dtype=torch.float32).fit(X)
+    Xc = torch.as_tensor(X) - fm.center_.to(torch.float32)
+    whole = fm.transform_tensor(Xc)
+    Xf = Xc.clone()
+    Xf[10, 0] = 1e9  # a far row in the same chunk
+    np.testing.assert_array_equal(fm.transform_tensor(Xf)[11:20].numpy(), whole[11:20].numpy())
+    for i in (0, 255, 256, 699):
+        np.testing.assert_allclose(fm.transform_tensor(Xc[i:i + 1]).numpy(), whole[i:i + 1].numpy(), rtol=0, atol=1e-7)
