@@ -678,8 +678,9 @@ class _Run:
                                                    torch.clamp(hi_e - a, max=radius), max_sweeps=budget,
                                                    rtol=opts.cg_rtol, newton=False, q=_bc(q, g))
             else:
-                S, pred, n_cg = box_tr_cg(g, _block_hessian(blk, q), lo_e - a, hi_e - a, radius=radius,
-                                          max_iter=budget, rtol=opts.cg_rtol, max_restarts=opts.max_restarts)
+                S, pred, n_cg, QS = box_tr_cg(g, _block_hessian(blk, q), lo_e - a, hi_e - a, radius=radius,
+                                              max_iter=budget, rtol=opts.cg_rtol, max_restarts=opts.max_restarts,
+                                              with_product=True)
             cg_used += n_cg
             self.stats["cg_iter"] += n_cg
             if pred >= 0.0:
@@ -687,7 +688,8 @@ class _Run:
                     break
                 self.radius[c] = radius * opts.shrink
                 continue
-            KS = blk.mv(S)
+            # K_BB S: from CG's own Q S (Q = K_BB + diag(q)), or one product after the coordinate solver
+            KS = blk.mv(S) if self.use_cd else QS - q * S
             a_new = a + S
             # Actual change of J, exact, with no new kernel rows (docs/dual.md s.4 step 3).
             actual = float((S * gs).sum() + 0.5 * (S * KS).sum()

@@ -70,3 +70,41 @@ def test_iteration_cap_is_a_hard_cap():
     _, pred, n_iter = box_tr_cg(torch.from_numpy(g), torch.from_numpy(Q), torch.from_numpy(lo), torch.from_numpy(hi),
                                 max_iter=3, rtol=0.0)
     assert n_iter == 3 and pred < 0.0 and math.isfinite(pred)
+
+
+@pytest.mark.parametrize("as_matrix", [True, False])
+@pytest.mark.parametrize("radius", [math.inf, 0.3])
+def test_with_product_returns_q_times_the_step(as_matrix, radius):
+    """The solver takes K_BB S from the inner solve's last product instead of a product of its own."""
+    Q, g, lo, hi = _problem(40, 2, 7)
+    Qt = torch.from_numpy(Q)
+    op = Qt if as_matrix else (lambda P: Qt @ P)
+    args = (torch.from_numpy(g), op, torch.from_numpy(lo), torch.from_numpy(hi))
+    S, pred, n_iter, QS = box_tr_cg(*args, radius=radius, max_iter=30, with_product=True)
+    np.testing.assert_allclose(QS.numpy(), Q @ S.numpy(), rtol=0, atol=1e-12)
+    assert pred == pytest.approx(float((g * S.numpy()).sum() + 0.5 * (S.numpy() * (Q @ S.numpy())).sum()), abs=1e-12)
+    S2, pred2, n2 = box_tr_cg(*args, radius=radius, max_iter=30)
+    assert torch.equal(S, S2) and pred == pred2 and n_iter == n2
+    # an ascent guess is returned as the zero step, with its product
+    S0, p0, _, QS0 = box_tr_cg(torch.zeros((40, 2), dtype=torch.float64), op, *args[2:], with_product=True)
+    assert p0 == 0.0 and not bool(S0.any()) and not bool(QS0.any())
+
+
+@pytest.mark.parametrize("dtype, atol", [(torch.float64, 1e-11), (torch.float32, 2e-4)])
+def test_unbounded_steps_take_q_s_from_the_cg_products(dtype, atol):
+    """No box and no radius (KRR): Q S is the sum of the CG steps' products (no product at the end),
+    equal to Q @ S to rounding, and the model value and step are those of the exact-product path."""
+    Q, g, _, _ = _problem(50, 1, 11)
+    Qt = torch.from_numpy(Q).to(dtype)
+    calls = []
+
+    def op(P):
+        calls.append(1)
+        return Qt @ P
+
+    inf = torch.full((50, 1), math.inf, dtype=dtype)
+    S, pred, n_iter, QS = box_tr_cg(torch.from_numpy(g).to(dtype), op, -inf, inf, max_iter=8, with_product=True)
+    assert n_iter == 8 and len(calls) == 8  # eight CG products, none for the model value
+    np.testing.assert_allclose(QS.double().numpy(), Q @ S.double().numpy(), rtol=0, atol=atol)
+    exact = float((g * S.double().numpy()).sum() + 0.5 * (S.double().numpy() * (Q @ S.double().numpy())).sum())
+    assert pred == pytest.approx(exact, rel=1e-9 if dtype == torch.float64 else 1e-4)
