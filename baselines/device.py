@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Device"]
+__all__ = ["Device", "indexed_torch_device"]
 
 
 @dataclass(frozen=True)
@@ -70,3 +70,34 @@ class Device:
 
     def __str__(self) -> str:
         return self.kind if self.index is None else f"{self.kind}:{self.index}"
+
+
+def indexed_torch_device(device):
+    """``torch.device`` of ``device`` with its CUDA ordinal filled in (the current device for ``"cuda"``).
+
+    Libraries that broadcast to a list of devices (EigenPro 4's ``Device``
+    calls ``torch.cuda.comm.broadcast``) need an ordinal: with a bare
+    ``"cuda"`` every EigenPro 4 trial of the H200 check failed with
+    "Expected a torch.device with a specified index or an integer, but got:cuda".
+
+    Parameters
+    ----------
+    device : str, Device or torch.device
+        ``"cpu"``, ``"cuda"`` or ``"cuda:<k>"``.
+
+    Returns
+    -------
+    torch.device
+        ``cpu``, or ``cuda:<k>`` (``k`` = ``torch.cuda.current_device()`` when none was given).
+
+    Raises
+    ------
+    ValueError
+        For a device :meth:`Device.parse` refuses.
+    """
+    import torch
+
+    parsed = Device.parse(str(device))
+    if not parsed.is_cuda:
+        return torch.device("cpu")
+    return torch.device("cuda", parsed.index if parsed.index is not None else torch.cuda.current_device())

@@ -112,6 +112,7 @@ from unittest import mock
 import numpy as np
 
 from .base import CHECK_ROWS, AdapterError, Budget, capture_output, torch_threads
+from .device import indexed_torch_device
 from .epochwise import EpochAdapter, torch_default_dtype
 
 __all__ = ["EigenPro4Adapter", "EigensystemOnce", "eigenpro4_bytes", "import_eigenpro4", "level_for"]
@@ -449,7 +450,7 @@ class EigenPro4Adapter(EpochAdapter):
         Y = torch.from_numpy(self._targets(target)).to(tdtype)
         sigma = self.sigma
         kernel = functools.partial(ep.kernels.gaussian, bandwidth=sigma)
-        device = ep.device.Device([torch.device(self.device)])
+        device = ep.device.Device([indexed_torch_device(self.device)])  # upstream broadcasts: needs cuda:<k>
         numpy_state = np.random.get_state()
         started = time.perf_counter()
         try:

@@ -247,3 +247,18 @@ def test_eigenpro3_capped_batch_still_learns(monkeypatch):
     assert est.plan_["batch_size"] == 64
     rmse = float(np.sqrt(np.mean((est.predict(X) - y) ** 2)))
     assert rmse < 0.5 * float(np.std(y))
+
+
+def test_indexed_torch_device_fills_in_the_current_cuda_ordinal(monkeypatch):
+    """EigenPro 4 broadcasts to a list of devices (torch.cuda.comm), which needs cuda:<k>: on the H200
+    check every eigenpro4 trial failed with a bare 'cuda'. The current device fills the ordinal in."""
+    import torch
+
+    from baselines.device import indexed_torch_device
+
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 3)
+    assert indexed_torch_device("cuda") == torch.device("cuda", 3)
+    assert indexed_torch_device("cuda:1") == torch.device("cuda", 1)
+    assert indexed_torch_device("cpu") == torch.device("cpu")
+    with pytest.raises(ValueError, match="device must be"):
+        indexed_torch_device("gpu")
