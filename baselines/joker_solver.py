@@ -273,7 +273,11 @@ class JokerInexactAdapter(JokerAdapter):
         full Skin (196,045 rows) L2-SVC 4096 / 256 16.7 s, 2048 / 256 9.5 s,
         both 99.47%; HEPC 100,000 rows KRR 4096 / 256 11.2 s RMSE 0.0528,
         2048 / 2048 4.8 s RMSE 0.0541; full HEPC 351 s -> 110 s.
-    large_n_components : int, default 2048
+    large_n_components : int, default 1536
+        Measured on full HEPC (KRR, blocks of 2,048, at most 10 CG
+        iterations per visit, float32, 2 threads, idle machine, one run
+        each, 2026-12-04): M = 2,048 62.7 s of fit (6 epochs, RMSE
+        0.03486), M = 1,536 49.0 s (6 epochs, RMSE 0.03543).
     large_n_block_size : int, default 2048
     large_n_cg_iter : int, default 10
         With that rule and the squared loss, the per-visit CG budget may
@@ -296,7 +300,7 @@ class JokerInexactAdapter(JokerAdapter):
 
     name = "joker-inexact"
     option_defaults = {**JokerAdapter.common_options, "n_components": None, "max_components": 4096,
-                       "gpu_max_components": 16384, "large_n": 100_000, "large_n_components": 2048,
+                       "gpu_max_components": 16384, "large_n": 100_000, "large_n_components": 1536,
                        "large_n_block_size": 2048, "large_n_cg_iter": 10}
 
     positive_int_options = ("max_components", "gpu_max_components", "large_n", "large_n_components",

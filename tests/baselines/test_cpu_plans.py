@@ -20,16 +20,16 @@ def make(task, loss, **options):
 @pytest.mark.parametrize("mib", [4096, 16384])
 def test_full_hepc_gets_the_large_n_plan(mib):
     plan = make("regression", "squared").plan(Budget.from_mib("b", mib, 0), 1_844_332, 10)
-    assert (plan["n_components"], plan["block_size"]) == (2048, 2048)
-    assert plan["est_bytes"] == joker_inexact_bytes(1_844_332, 10, 2048, 2048, 4)
+    assert (plan["n_components"], plan["block_size"]) == (1536, 2048)
+    assert plan["est_bytes"] == joker_inexact_bytes(1_844_332, 10, 2048, 1536, 4)
     assert "large_n = 100000" in plan["plan_reason"] and "block <= 2048" in plan["plan_reason"]
 
 
 @pytest.mark.parametrize("n", [196_045, 250_000])  # full Skin and more
 def test_a_kinked_loss_keeps_small_blocks_at_large_n(n):
     plan = make("binary", "squared_hinge").plan(Budget.from_mib("b", 4096, 0), n, 3)
-    assert (plan["n_components"], plan["block_size"]) == (2048, 256)
-    assert "M <= 2048" in plan["plan_reason"] and "block <=" not in plan["plan_reason"]
+    assert (plan["n_components"], plan["block_size"]) == (1536, 256)
+    assert "M <= 1536" in plan["plan_reason"] and "block <=" not in plan["plan_reason"]
 
 
 @pytest.mark.parametrize("n,task,loss", [(49_990, "binary", "squared_hinge"), (99_999, "regression", "squared"),
