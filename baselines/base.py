@@ -46,6 +46,8 @@ __all__ = [
     "BudgetError",
     "DivergedError",
     "FIT_TIME_SHARE",
+    "GEMM_MARGIN",
+    "RATE_CEILING",
     "budget_error",
     "DTYPE_BYTES",
     "MIB",
@@ -93,6 +95,16 @@ FIT_TIME_SHARE = 0.5
 #: Smallest model (Falkon's M, EigenPro's centres) a time-aware plan goes down to; below it the plan says
 #: the fit is predicted to overrun and lets the trial's limit judge it.
 MIN_TIMED_SIZE = 64
+#: A CPU plan whose stated work (``work_flops``, a lower bound) would need more than the seconds the trial
+#: has left even at this many times the machine's measured GEMM rate is refused before the fit
+#: (:meth:`Adapter.plan`): the trial ends ``over_budget`` with the arithmetic instead of spending its whole
+#: limit to end ``timeout``. 2: the probe's Gram product may run below the CPU's peak, while the methods
+#: whose work is stated in kernel entries (SMO's rows, exact Joker's blocks: a distance and an exp each)
+#: run far below GEMM speed.
+GEMM_MARGIN = 2.0
+#: Flops per second (1 TFLOP/s): a plan whose work takes at most a tenth of the trial's seconds at this rate
+#: is not probed (the GEMM probe costs 0.1-0.3 s; the 2-core machine measures some 30-60 GFLOP/s).
+RATE_CEILING = 1e12
 
 
 class AdapterError(RuntimeError):
@@ -468,8 +480,37 @@ class Adapter(abc.ABC):
         work = self._work(int(n), int(d), chosen)
         if work is not None:  # the arithmetic a timeout's reason quotes (joker.bench.trials.runner.classify)
             chosen["work_flops"], chosen["work"] = float(work[0]), str(work[1])
+            self._refuse_impossible_time(budget, chosen)
         self.plan_ = chosen
         return dict(chosen)
+
+    def _refuse_impossible_time(self, budget: Budget, chosen: dict[str, Any]) -> None:
+        """BudgetError when the plan's work cannot fit the trial's seconds even at ``GEMM_MARGIN`` x GEMM speed.
+
+        CPU trials that know their time (``budget.time_s``) only. ``work_flops``
+        is a lower bound of the fit's arithmetic (:meth:`_work`); the GEMM
+        rate (:func:`baselines.pace.gemm_flop_seconds`, measured once per
+        process, dtype and threads) is the fastest this machine does flops.
+        So a refused trial could not have ended ``ok`` (full HEPC: LIBSVM's
+        and ThunderSVM's SMO and one exact Joker epoch are 2 n^2 d = 6.8e13
+        flops, over 1,000 s at the 2-core machine's GEMM rate, against a 150 s
+        limit). Plans whose work takes at most a tenth of the time at
+        ``RATE_CEILING`` are not probed.
+        """
+        flops, time_s = chosen.get("work_flops"), budget.time_s
+        if self.on_gpu or time_s is None or not flops or flops / RATE_CEILING <= 0.1 * time_s:
+            return
+        from .pace import gemm_flop_seconds
+
+        per_flop = gemm_flop_seconds(self.dtype if self.dtype in ("float32", "float64") else "float64",
+                                     self.n_threads)
+        least = flops * per_flop / GEMM_MARGIN
+        if least > time_s:
+            raise BudgetError(
+                f"{self.name}: not started: the plan's work ({chosen['work']}) is {flops:.2g} flops, at least "
+                f"{least:.0f} s even at {GEMM_MARGIN:g}x this machine's measured GEMM rate "
+                f"({1e-9 / per_flop:.0f} GFLOP/s in {self.dtype}, {self.n_threads} threads), more than the "
+                f"{time_s:.0f} s the trial has left")
 
     def _time_cap(self, budget: Budget, n: int, d: int, hi: int, passes: float, knob: str
                   ) -> tuple[int, dict[str, Any]] | None:

@@ -86,7 +86,9 @@ def test_falkon_without_a_time_or_with_m_given_plans_as_before(fixed_pace):
     assert "time_reason" not in untimed and untimed["M"] > 10_000   # the memory rule (cpu-4g, float64)
     roomy = make(FalkonAdapter, "regression").plan(budget(1e6), n, d)
     assert roomy["M"] == untimed["M"] and roomy["predicted_fit_s"] < FIT_TIME_SHARE * 1e6  # time does not raise M
-    given = make(FalkonAdapter, "regression", M=3000).plan(budget(1.0), n, d)
+    # 30 s: the time rule would take M far below 3,000 (21 passes x n x 3,000 x 10 ns = 31 s > 15 s), while the
+    # work (1.6e11 flops) is not so far over that the plan refuses it (Adapter._refuse_impossible_time)
+    given = make(FalkonAdapter, "regression", M=3000).plan(budget(30.0), n, d)
     assert given["M"] == 3000 and given["plan_reason"] == "M given" and "predicted_fit_s" not in given
 
 
@@ -150,7 +152,7 @@ def test_time_target_must_be_positive_seconds(cls, value):
 
 
 def test_eigenpro_centres_given_are_not_capped(fixed_pace):
-    plan = make(EigenPro3Adapter, "regression", n_centers=3000).plan(budget(1.0), *HEPC)
+    plan = make(EigenPro3Adapter, "regression", n_centers=3000).plan(budget(30.0), *HEPC)  # the time rule: far fewer
     assert plan["n_centers"] == 3000 and plan["epochs"] == 10 and "time_reason" not in plan
 
 
@@ -197,3 +199,31 @@ def test_the_probe_stays_small_on_wide_data():
         pace.kernel_entry_seconds(1.5, "float32", 1)
     with pytest.raises(ValueError, match="limit_s"):
         pace.largest_in_time(lambda m: m, float("nan"), 10)
+
+
+@pytest.mark.parametrize("name", ["libsvm", "thundersvm", "joker-exact"])
+def test_work_that_cannot_fit_even_at_gemm_speed_is_refused_before_the_fit(monkeypatch, name):
+    """Full HEPC: SMO, or one exact Joker epoch, is 2 n^2 d = 6.8e13 flops. At a measured 50 GFLOP/s and
+    GEMM_MARGIN = 2 that is at least 680 s: a 150 s trial ends over_budget at once with the arithmetic
+    (it used to spend its 150 s to end timeout); with 1,000 s left, or no time given, it is planned."""
+    from baselines.base import GEMM_MARGIN, BudgetError
+    from baselines.registry import get_adapter
+
+    calls = []
+
+    def gemm(dtype, threads):
+        calls.append((dtype, threads))
+        return 1.0 / 50e9
+
+    monkeypatch.setattr(pace, "gemm_flop_seconds", gemm)
+    a = get_adapter(name, task="regression", loss="epsilon_insensitive", sigma=1.0, lam=1.0, dtype="float32",
+                    device="cpu", n_threads=2)
+    least = 2.0 * HEPC[0] ** 2 * HEPC[1] / 50e9 / GEMM_MARGIN
+    with pytest.raises(BudgetError, match=r"not started: .* 6\.8e\+13 flops, at least %d s .* 150 s" % int(least)):
+        a.plan(budget(150.0), *HEPC)
+    assert calls == [("float32", 2)]
+    assert a.plan(budget(1000.0), *HEPC)["work_flops"] == pytest.approx(2.0 * HEPC[0] ** 2 * HEPC[1])
+    assert "work_flops" in a.plan(Budget("cpu-4g", 4096 << 20), *HEPC)   # no time: no refusal
+    calls.clear()
+    a.plan(budget(150.0), 20_000, 10)  # 4e9 flops: a tenth of the time at 1 TFLOP/s, never probed
+    assert calls == []
