@@ -48,6 +48,7 @@ __all__ = [
     "FIT_TIME_SHARE",
     "GEMM_MARGIN",
     "RATE_CEILING",
+    "WORK_CAPS",
     "budget_error",
     "DTYPE_BYTES",
     "MIB",
@@ -93,18 +94,20 @@ CHECK_ROWS = 10_000
 #: the rest is for prediction, the post-fit checks and the cost model's own error (measured within 20-40%).
 FIT_TIME_SHARE = 0.5
 #: Smallest model (Falkon's M, EigenPro's centres) a time-aware plan goes down to; below it the plan says
-#: the fit is predicted to overrun and lets the trial's limit judge it.
+#: the fit is predicted to overrun and lets the trial's limit judge it (unless the work is so far over that
+#: the plan is refused: GEMM_MARGIN).
 MIN_TIMED_SIZE = 64
-#: A CPU plan whose stated work (``work_flops``, a lower bound) would need more than the seconds the trial
-#: has left even at this many times the machine's measured GEMM rate is refused before the fit
-#: (:meth:`Adapter.plan`): the trial ends ``over_budget`` with the arithmetic instead of spending its whole
-#: limit to end ``timeout``. 2: the probe's Gram product may run below the CPU's peak, while the methods
-#: whose work is stated in kernel entries (SMO's rows, exact Joker's blocks: a distance and an exp each)
-#: run far below GEMM speed.
+#: A CPU plan whose stated work would need more than the seconds the trial has left even at this many times
+#: the machine's measured pace is refused before the fit (:meth:`Adapter._refuse_impossible_time`): the trial
+#: ends ``over_budget`` with the arithmetic instead of spending its whole limit to end ``timeout``. The pace is
+#: that of a Gaussian kernel block for work stated in kernel entries (SMO's rows, exact Joker's epoch), else
+#: of a GEMM; 2 leaves room for the probes' noise (one run of each under load measured 1.5x slower).
 GEMM_MARGIN = 2.0
 #: Flops per second (1 TFLOP/s): a plan whose work takes at most a tenth of the trial's seconds at this rate
-#: is not probed (the GEMM probe costs 0.1-0.3 s; the 2-core machine measures some 30-60 GFLOP/s).
+#: is not probed (a probe costs 0.1-0.3 s; the 2-core machine measures some 50-150 GFLOP/s).
 RATE_CEILING = 1e12
+#: Options that stop a fit before its stated work (no refusal when one is set to other than None or -1).
+WORK_CAPS = ("max_iter", "max_time")
 
 
 class AdapterError(RuntimeError):
@@ -480,37 +483,56 @@ class Adapter(abc.ABC):
         work = self._work(int(n), int(d), chosen)
         if work is not None:  # the arithmetic a timeout's reason quotes (joker.bench.trials.runner.classify)
             chosen["work_flops"], chosen["work"] = float(work[0]), str(work[1])
-            self._refuse_impossible_time(budget, chosen)
+            self._refuse_impossible_time(budget, chosen, int(n), int(d))
         self.plan_ = chosen
         return dict(chosen)
 
-    def _refuse_impossible_time(self, budget: Budget, chosen: dict[str, Any]) -> None:
-        """BudgetError when the plan's work cannot fit the trial's seconds even at ``GEMM_MARGIN`` x GEMM speed.
+    def _refuse_impossible_time(self, budget: Budget, chosen: dict[str, Any], n: int, d: int) -> None:
+        """BudgetError when the plan's work cannot fit the trial's seconds even at ``GEMM_MARGIN`` x the measured pace.
 
-        CPU trials that know their time (``budget.time_s``) only. ``work_flops``
-        is a lower bound of the fit's arithmetic (:meth:`_work`); the GEMM
-        rate (:func:`baselines.pace.gemm_flop_seconds`, measured once per
-        process, dtype and threads) is the fastest this machine does flops.
-        So a refused trial could not have ended ``ok`` (full HEPC: LIBSVM's
-        and ThunderSVM's SMO and one exact Joker epoch are 2 n^2 d = 6.8e13
-        flops, over 1,000 s at the 2-core machine's GEMM rate, against a 150 s
-        limit). Plans whose work takes at most a tenth of the time at
-        ``RATE_CEILING`` are not probed.
+        CPU trials that know their time (``budget.time_s``) only, and only
+        when no option caps the work (``WORK_CAPS``). ``work_flops`` is the
+        work model of :meth:`_work` (SMO's "about n iterations" of kernel
+        columns is a measured rule, not a theorem); work stated in kernel
+        entries (:meth:`_work_entries`) is priced at the measured cost of a
+        Gaussian kernel entry (:func:`baselines.pace.kernel_entry_seconds`),
+        other work at the GEMM rate (:func:`baselines.pace.gemm_flop_seconds`),
+        both measured once per process, dtype and threads. Full HEPC: SMO or
+        one exact Joker epoch is n^2 = 3.4e12 kernel entries, thousands of
+        seconds at a few ns each, against a 150 s limit. Plans whose work
+        takes at most a tenth of the time at ``RATE_CEILING`` are not probed.
         """
         flops, time_s = chosen.get("work_flops"), budget.time_s
         if self.on_gpu or time_s is None or not flops or flops / RATE_CEILING <= 0.1 * time_s:
             return
-        from .pace import gemm_flop_seconds
+        if any(self.options.get(cap) not in (None, -1) for cap in WORK_CAPS):
+            return  # an option stops the fit early (SMO's max_iter, Joker's max_time): the work is not owed
+        from .pace import gemm_flop_seconds, kernel_entry_seconds
 
-        per_flop = gemm_flop_seconds(self.dtype if self.dtype in ("float32", "float64") else "float64",
-                                     self.n_threads)
-        least = flops * per_flop / GEMM_MARGIN
+        dtype = self.dtype if self.dtype in ("float32", "float64") else "float64"
+        entries = self._work_entries(n, d, chosen)
+        if entries:
+            pace = kernel_entry_seconds(d, dtype, self.n_threads)
+            least = entries * pace / GEMM_MARGIN
+            rate = f"{entries:.2g} kernel entries at {pace * 1e9:.2g} ns each (measured Gaussian blocks)"
+        else:
+            per_flop = gemm_flop_seconds(dtype, self.n_threads)
+            least = flops * per_flop / GEMM_MARGIN
+            rate = f"{flops:.2g} flops at {1e-9 / per_flop:.0f} GFLOP/s (measured GEMM)"
         if least > time_s:
             raise BudgetError(
-                f"{self.name}: not started: the plan's work ({chosen['work']}) is {flops:.2g} flops, at least "
-                f"{least:.0f} s even at {GEMM_MARGIN:g}x this machine's measured GEMM rate "
-                f"({1e-9 / per_flop:.0f} GFLOP/s in {self.dtype}, {self.n_threads} threads), more than the "
+                f"{self.name}: not started: the plan's work ({chosen['work']}) is {rate}, at least {least:.0f} s "
+                f"even at {GEMM_MARGIN:g}x that pace ({dtype}, {self.n_threads} threads), more than the "
                 f"{time_s:.0f} s the trial has left")
+
+    def _work_entries(self, n: int, d: int, plan: dict[str, Any]) -> float | None:
+        """Kernel entries the stated work (:meth:`_work`) consists of, or None when it is not kernel entries.
+
+        Methods that evaluate the exact kernel (SMO, exact Joker) say so: their refusal
+        (:meth:`_refuse_impossible_time`) then uses the measured cost of a Gaussian kernel entry
+        (a distance and an exp), not the faster GEMM flop.
+        """
+        return None
 
     def _time_cap(self, budget: Budget, n: int, d: int, hi: int, passes: float, knob: str
                   ) -> tuple[int, dict[str, Any]] | None:

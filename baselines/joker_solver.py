@@ -233,6 +233,10 @@ class JokerExactAdapter(JokerAdapter):
         # one epoch forms every row's kernel row once unless the cache holds the whole kernel
         return 2.0 * n * n * d, f"one epoch of exact kernel rows: 2 n^2 d (n = {n}, d = {d}; a fit takes several)"
 
+    def _work_entries(self, n: int, d: int, plan: dict[str, Any]) -> float | None:
+        # the n^2 kernel entries of an epoch, unless the cache holds the whole kernel (then the first epoch's)
+        return float(n) * n
+
     def _plan(self, budget: Budget, n: int, d: int) -> dict[str, Any]:
         dsz = self.dtype_bytes
         limit = budget.gpu_bytes if self.on_gpu else budget.host_bytes

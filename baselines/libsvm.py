@@ -66,6 +66,9 @@ class LibSVMAdapter(Adapter):
         # iterations grow faster than n): a lower bound of 2 n^2 d
         return 2.0 * n * n * d, f"SMO, about n iterations of kernel columns: >= 2 n^2 d (n = {n}, d = {d})"
 
+    def _work_entries(self, n: int, d: int, plan: dict[str, Any]) -> float:
+        return float(n) * n  # the n^2 kernel entries of that work
+
     def _plan(self, budget: Budget, n: int, d: int) -> dict[str, Any]:
         # X as float64 (scikit-learn's libsvm wrapper works on float64) and
         # ~12 float64 work arrays of length n (alpha, gradients, status, ...).

@@ -109,6 +109,9 @@ class ThunderSVMAdapter(Adapter):
         # iterations grow faster than n): a lower bound of 2 n^2 d
         return 2.0 * n * n * d, f"SMO, about n iterations of kernel columns: >= 2 n^2 d (n = {n}, d = {d})"
 
+    def _work_entries(self, n: int, d: int, plan: dict[str, Any]) -> float:
+        return float(n) * n  # the n^2 kernel entries of that work
+
     def _plan(self, budget: Budget, n: int, d: int) -> dict[str, Any]:
         # our float64 X, the wrapper's float32 copy, ThunderSVM's own float32
         # dataset, and ~10 float32/int work arrays of length n.

@@ -218,7 +218,8 @@ def count_fit(loss, inner, n_components=2048, block_size=2048, n=4096, epochs=2,
     formed whole, as on a GPU, not in the CPU's cache-sized chunks
     (:data:`joker.features.CHUNK_ROWS`, one ``addmm``/``cos_``/``mul_``
     triple per chunk), and their cosines are torch's, not the CPU's
-    compiled loop (:mod:`joker.fast_cos`, whose range check is a host sync).
+    compiled loop (:mod:`joker.fast_cos`, whose per-row range bound ends in
+    a host read of the far rows), and no reused CPU feature buffer.
     """
     from unittest import mock
 

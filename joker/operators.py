@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import torch
 
+from . import fast_cos
 from .intraop import one_thread
 from .kernel_cache import KernelRowCache
 from .kernels import _gaussian_cancels, gaussian_factors, kernel_block, kernel_matmul
@@ -273,7 +274,8 @@ class RFFOperator:
         ----------
         Xc : tensor of shape (k, d)
         scratch : bool
-            Write dense CPU features into the operator's one reused buffer
+            Write dense CPU features (the compiled path, :func:`joker.fast_cos.available`)
+            into the operator's one reused buffer
             (grown to the largest k asked for): valid until the next
             ``scratch`` call. The solver forms one block (or one chunk of a
             pass) at a time and drops it before the next; a fresh tensor per
@@ -285,7 +287,7 @@ class RFFOperator:
         -------
         tensor of shape (k, M), or (k, M + 1) with the intercept feature
         """
-        if scratch and self.intercept_scaling is None and Xc.device.type == "cpu" and not is_sparse(Xc):
+        if scratch and self.intercept_scaling is None and not is_sparse(Xc) and fast_cos.available(Xc):
             k, M = Xc.shape[0], self.fmap.n_components
             if self._scratch is None or self._scratch.shape[0] < k:
                 self._scratch = torch.empty((k, M), dtype=self.theta.dtype)

@@ -202,28 +202,35 @@ def test_the_probe_stays_small_on_wide_data():
 
 
 @pytest.mark.parametrize("name", ["libsvm", "thundersvm", "joker-exact"])
-def test_work_that_cannot_fit_even_at_gemm_speed_is_refused_before_the_fit(monkeypatch, name):
-    """Full HEPC: SMO, or one exact Joker epoch, is 2 n^2 d = 6.8e13 flops. At a measured 50 GFLOP/s and
-    GEMM_MARGIN = 2 that is at least 680 s: a 150 s trial ends over_budget at once with the arithmetic
-    (it used to spend its 150 s to end timeout); with 1,000 s left, or no time given, it is planned."""
+def test_work_that_cannot_fit_even_at_the_measured_pace_is_refused_before_the_fit(monkeypatch, name):
+    """Full HEPC: SMO, or one exact Joker epoch, is n^2 = 3.4e12 kernel entries. At a measured 1 ns per
+    entry and GEMM_MARGIN = 2 that is at least 1,700 s: a 150 s trial ends over_budget at once with the
+    arithmetic (it used to spend its 150 s to end timeout); with 5,000 s left, no time given, or an option
+    that stops the fit early (max_iter, max_time), it is planned."""
     from baselines.base import GEMM_MARGIN, BudgetError
     from baselines.registry import get_adapter
 
     calls = []
 
-    def gemm(dtype, threads):
-        calls.append((dtype, threads))
-        return 1.0 / 50e9
+    def entry(d, dtype, threads):
+        calls.append((d, dtype, threads))
+        return 1e-9
 
-    monkeypatch.setattr(pace, "gemm_flop_seconds", gemm)
-    a = get_adapter(name, task="regression", loss="epsilon_insensitive", sigma=1.0, lam=1.0, dtype="float32",
-                    device="cpu", n_threads=2)
-    least = 2.0 * HEPC[0] ** 2 * HEPC[1] / 50e9 / GEMM_MARGIN
-    with pytest.raises(BudgetError, match=r"not started: .* 6\.8e\+13 flops, at least %d s .* 150 s" % int(least)):
-        a.plan(budget(150.0), *HEPC)
-    assert calls == [("float32", 2)]
-    assert a.plan(budget(1000.0), *HEPC)["work_flops"] == pytest.approx(2.0 * HEPC[0] ** 2 * HEPC[1])
-    assert "work_flops" in a.plan(Budget("cpu-4g", 4096 << 20), *HEPC)   # no time: no refusal
+    monkeypatch.setattr(pace, "kernel_entry_seconds", entry)
+    monkeypatch.setattr(pace, "gemm_flop_seconds", lambda dtype, threads: pytest.fail("kernel work uses the entry pace"))
+
+    def make_adapter(**options):
+        return get_adapter(name, task="regression", loss="epsilon_insensitive", sigma=1.0, lam=1.0, dtype="float32",
+                           device="cpu", n_threads=2, **options)
+
+    least = HEPC[0] ** 2 * 1e-9 / GEMM_MARGIN
+    with pytest.raises(BudgetError, match=r"not started: .* 3\.4e\+12 kernel entries .* at least %d s .* 150 s" % round(least)):
+        make_adapter().plan(budget(150.0), *HEPC)
+    assert calls == [(10, "float32", 2)]
+    assert make_adapter().plan(budget(5000.0), *HEPC)["work_flops"] == pytest.approx(2.0 * HEPC[0] ** 2 * HEPC[1])
+    assert "work_flops" in make_adapter().plan(Budget("cpu-4g", 4096 << 20), *HEPC)   # no time: no refusal
+    cap = {"max_time": 30.0} if name == "joker-exact" else {"max_iter": 100}
+    assert "work_flops" in make_adapter(**cap).plan(budget(150.0), *HEPC)
     calls.clear()
-    a.plan(budget(150.0), 20_000, 10)  # 4e9 flops: a tenth of the time at 1 TFLOP/s, never probed
+    make_adapter().plan(budget(150.0), 20_000, 10)  # 8e9 flops: a tenth of the time at 1 TFLOP/s, never probed
     assert calls == []

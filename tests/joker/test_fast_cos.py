@@ -124,11 +124,32 @@ def test_features_bound_each_row_and_recompute_far_rows_exactly(dtype):
     np.testing.assert_allclose(got[3:4].double().numpy(), ref, rtol=0, atol=1e-7)
     assert float(got[3].abs().max()) <= math.sqrt(2.0 / 96) * (1 + 1e-6)
     assert bool(torch.isnan(got[257]).all()) and bool(torch.isnan(got[599]).all())
-    # the bound is what decides, and it is a bound: a row of large inputs whose phases stay in range
-    # (every |phase| <= MAX_ABS) is either compiled or exact, and equal to float64 to the dtype's precision
-    mid = torch.full((1, 5), 50.0, dtype=dtype)
-    ref = math.sqrt(2.0 / 96) * np.cos(mid.double().numpy() @ W.T + b)
-    np.testing.assert_allclose(fm.transform_tensor(mid).double().numpy(), ref, rtol=0, atol=2e-5)
+    # rows of large inputs, under and over the bound, are right to the precision of their phases
+    for scale_ in (50.0, 3e4):
+        mid = torch.full((1, 5), scale_, dtype=dtype)
+        ref = math.sqrt(2.0 / 96) * np.cos(mid.double().numpy() @ W.T + b)
+        np.testing.assert_allclose(fm.transform_tensor(mid).double().numpy(), ref, rtol=0,
+                                   atol={torch.float32: 2e-5 * scale_ / 50, torch.float64: 1e-9}[dtype])
+
+
+def test_the_row_bound_is_a_bound_and_the_tighter_of_two():
+    """_far_rows flags a row exactly when min(sum_k |x_k| max_j |W_jk|, ||x|| max_j ||w_j||) + max |b| > MAX_ABS;
+    every unflagged row's phases are within MAX_ABS (checked in float64 over heavy-tailed Laplacian frequencies)."""
+    from joker.features import _far_rows
+
+    rng = np.random.default_rng(8)
+    X = rng.standard_normal((400, 12))
+    fm = RandomFourierFeatures(512, kernel="laplacian", sigma=2.0, random_state=3, dtype=torch.float64).fit(X)
+    Xc = torch.as_tensor(X - fm.center_.numpy()) * torch.logspace(-3, 4, 400, dtype=torch.float64)[:, None]
+    far = set(_far_rows(Xc, *fm._phase_bounds(True)).tolist())
+    W, b = fm.W_.numpy(), fm.b_.numpy()
+    phases = np.abs(Xc.numpy() @ W.T + b).max(1)
+    A = np.abs(Xc.numpy())
+    bound = np.minimum(A @ np.abs(W).max(0), np.linalg.norm(Xc.numpy(), axis=1) * np.linalg.norm(W, axis=1).max())
+    bound += np.abs(b).max()
+    assert far == set(np.nonzero(bound > fast_cos.MAX_ABS)[0].tolist()) and 0 < len(far) < 400
+    assert np.all(phases[[i for i in range(400) if i not in far]] <= fast_cos.MAX_ABS)
+    assert np.all(bound >= phases)
 
 
 def test_a_row_gets_the_same_features_alone_and_in_a_block():

@@ -85,7 +85,7 @@ def test_with_product_returns_q_times_the_step(as_matrix, radius):
     assert pred == pytest.approx(float((g * S.numpy()).sum() + 0.5 * (S.numpy() * (Q @ S.numpy())).sum()), abs=1e-12)
     S2, pred2, n2 = box_tr_cg(*args, radius=radius, max_iter=30)
     assert torch.equal(S, S2) and pred == pred2 and n_iter == n2
-    # an ascent guess is returned as the zero step, with its product
+    # a zero gradient: the zero step, with its (zero) product
     S0, p0, _, QS0 = box_tr_cg(torch.zeros((40, 2), dtype=torch.float64), op, *args[2:], with_product=True)
     assert p0 == 0.0 and not bool(S0.any()) and not bool(QS0.any())
 

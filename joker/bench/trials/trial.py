@@ -487,7 +487,7 @@ def _fit_and_predict(spec: TrialSpec, adapter: Adapter, ds: Any, progress: Progr
                          "time_s": budget.time_s}
     try:
         res["plan"] = dict(adapter.plan(budget, *ds.X_train.shape))
-    except AdapterError as exc:  # plan raises it only when the budget cannot hold the smallest setting
+    except AdapterError as exc:  # the budget cannot hold the smallest setting, or the time its stated work
         raise _Failed("over_budget", str(exc), skip_kind="budget") from None
     progress.note(plan=res["plan"])
     meter = FitMemory().start()
