@@ -111,12 +111,12 @@ def test_falkon_and_joker_inexact_work_follow_their_plans():
     fp = FalkonAdapter(task="regression", loss="squared", sigma=1.0, lam=1.0, dtype="float64").plan(b, n, d)
     assert fp["M"] == 4096 and fp["work_flops"] == pytest.approx(20 * 2.0 * n * 4096 * 12 + 2.0 * 4096 ** 3 / 3)
     jp = JokerInexactAdapter(task="regression", loss="squared", sigma=1.0, lam=1.0, dtype="float32").plan(b, n, d)
-    assert jp["n_components"] == 2048 and jp["work_flops"] == (2.0 * d + 4.0 * 10) * n * 2048
-    # a boxed loss forms each block's K_BB instead: full Skin, M 2048 (large_n), blocks of 256
+    assert jp["n_components"] == 1536 and jp["work_flops"] == (2.0 * d + 4.0 * 10) * n * 1536
+    # a boxed loss forms each block's K_BB instead: full Skin, M 1536 (large_n), blocks of 256
     sp = JokerInexactAdapter(task="binary", loss="squared_hinge", sigma=1.0, lam=1.0, dtype="float32").plan(
         b, 196_045, 3)
-    assert (sp["n_components"], sp["block_size"]) == (2048, 256)
-    assert sp["work_flops"] == (2.0 * 3 + 2.0 * 256) * 196_045 * 2048
+    assert (sp["n_components"], sp["block_size"]) == (1536, 256)
+    assert sp["work_flops"] == (2.0 * 3 + 2.0 * 256) * 196_045 * 1536
 
 
 def test_thread_env_is_identical_for_every_method():
