@@ -37,24 +37,43 @@ def points(runs: pd.DataFrame) -> pd.DataFrame:
     -------
     pandas.DataFrame
         Sorted by dataset, method, budget, n_train; rows without a size dropped.
+        ``setting``: the run's variant label without its sizes (:func:`_setting`).
     """
-    cols = ["dataset", "method", "budget", "n_train", "status", "fit_seconds", "memory_mib", "wall_seconds"]
+    cols = ["dataset", "method", "budget", "setting", "n_train", "status", "fit_seconds", "memory_mib",
+            "wall_seconds"]
     if runs is None or not len(runs):
         return pd.DataFrame(columns=cols)
     n = pd.to_numeric(runs.get("n_train"), errors="coerce") if "n_train" in runs else pd.Series(np.nan, runs.index)
     if "params.dataset.n_train" in runs:
         n = n.fillna(pd.to_numeric(runs["params.dataset.n_train"], errors="coerce"))
-    out = runs.assign(n_train=n)[[c for c in cols if c in runs.columns or c == "n_train"]].copy()
+    variant = runs["variant"] if "variant" in runs else pd.Series("", index=runs.index)
+    out = runs.assign(n_train=n, setting=variant.fillna("").map(_setting))
+    out = out[[c for c in cols if c in out.columns]].copy()
     for c in ("fit_seconds", "memory_mib", "wall_seconds"):
         out[c] = pd.to_numeric(out.get(c), errors="coerce") if c in out else np.nan
     out = out[out["n_train"].notna()]
     return out.sort_values(["dataset", "method", "budget", "n_train"]).reset_index(drop=True)
 
 
+def _setting(variant: str) -> str:
+    """The variant label without its sizes: what tells two lines of one method apart (e.g. ``dtype=float32``).
+
+    A method rerun in the same experiment with another setting (its dtype, M, ...) is another line,
+    never one line through the points of both.
+    """
+    parts = [p for p in str(variant).split(", ") if p and not p.startswith(("n_train=", "n_test="))]
+    return ", ".join(parts)
+
+
+def _line(method: str, setting: str) -> str:
+    return method if not setting else f"{method} ({setting})"
+
+
 def is_scaling(runs: pd.DataFrame) -> bool:
     """Whether some (dataset, method, budget) ran at two or more training sizes."""
     p = points(runs)
-    return bool(len(p)) and bool((p.groupby(["dataset", "method", "budget"])["n_train"].nunique() >= 2).any())
+    return bool(len(p)) and bool((p.groupby(["dataset", "method", "budget", "setting"])["n_train"].nunique()
+                                  >= 2).any())
 
 
 def _slope(n: np.ndarray, v: np.ndarray) -> float:
@@ -83,11 +102,13 @@ def slopes(pts: pd.DataFrame) -> pd.DataFrame:
         ``ok`` sizes (NaN with fewer than two).
     """
     rows = []
-    for (ds, m, b), g in pts.groupby(["dataset", "method", "budget"], sort=False):
+    if "setting" not in pts:
+        pts = pts.assign(setting="")
+    for (ds, m, b, st), g in pts.groupby(["dataset", "method", "budget", "setting"], sort=False):
         ok = g[g["status"] == "ok"]
         end = g[g["status"].isin(END_STATUSES)]
         rows.append({
-            "dataset": ds, "method": m, "budget": b, "sizes ok": int(ok["n_train"].nunique()),
+            "dataset": ds, "method": _line(m, st), "budget": b, "sizes ok": int(ok["n_train"].nunique()),
             "largest ok n": int(ok["n_train"].max()) if len(ok) else None,
             "time slope a": _slope(ok["n_train"].to_numpy(float), ok["fit_seconds"].to_numpy(float)),
             "memory slope": _slope(ok["n_train"].to_numpy(float), ok["memory_mib"].to_numpy(float)),
@@ -132,11 +153,14 @@ def fig_scaling(runs: pd.DataFrame, order=None):
         for row, (y, label) in enumerate((("fit_seconds", "fit time (s)"),
                                           ("memory_mib", "fit memory (MiB above baseline)"))):
             ax = axes[row][col]
-            for (m, b), g in part.groupby(["method", "budget"], sort=False):
+            styles = {}  # a method's second setting dashed, its third dotted (one colour per method)
+            for (m, st) in part[["method", "setting"]].drop_duplicates().itertuples(index=False):
+                styles[(m, st)] = ("-", "--", ":", "-.")[sum(k[0] == m for k in styles) % 4]
+            for (m, b, st), g in part.groupby(["method", "budget", "setting"], sort=False):
                 ok = g[(g["status"] == "ok") & g[y].gt(0)]
-                name = m if part["budget"].nunique() == 1 else f"{m} ({b})"
+                name = _line(m, st) if part["budget"].nunique() == 1 else _line(m, ", ".join(filter(None, (st, b))))
                 if len(ok):
-                    ax.plot(ok["n_train"], ok[y], marker="o", ms=4, color=colour(m), label=name)
+                    ax.plot(ok["n_train"], ok[y], marker="o", ms=4, color=colour(m), ls=styles[(m, st)], label=name)
                     drawn.append(ok.assign(kind="ok", y=y))
                 end = g[g["status"].isin(END_STATUSES)].head(1)
                 if len(end):
@@ -162,9 +186,16 @@ def fig_scaling(runs: pd.DataFrame, order=None):
             if ll not in labels:
                 handles.append(hh)
                 labels.append(ll)
+    # the legend in a right margin wide enough for its longest label (a method's setting makes it long)
+    longest = max((len(lab) for lab in labels), default=0)
+    extra = 0.085 * max(0, longest - 14)  # inches beyond what a 14-character label needs
+    width = fig.get_figwidth()
+    fig.set_figwidth(width + extra)
+    right = (0.8 * width) / (width + extra)
     if handles:
-        fig.legend(handles, labels, loc="center right", frameon=False, title="X: ended (timeout, budget)")
+        fig.legend(handles, labels, loc="center left", bbox_to_anchor=(right + 0.01, 0.5), frameon=False,
+                   title="X: ended (timeout, budget)")
     fig.suptitle("Fit time and fit memory against n_train (log-log)")
-    fig.tight_layout(rect=(0, 0, 0.8, 0.96))
+    fig.tight_layout(rect=(0, 0, right, 0.96))
     data = pd.concat(drawn, ignore_index=True) if drawn else pts.iloc[0:0]
     return fig, data

@@ -36,6 +36,27 @@ def test_slopes_recover_the_exponents_of_exact_power_laws():
     assert math.isnan(one["time slope a"].iloc[0])  # one size: no slope
 
 
+def test_a_method_rerun_with_another_setting_is_another_line():
+    """One experiment held joker-inexact in float64 (ending timeout at full size) and, rerun, in float32:
+    two lines with their own slopes and ends, never one line through both (the variant minus its sizes)."""
+    n = [5e3, 2e4, 1e5, 5e5]
+    rows = []
+    for dtype, power, last in (("float64", 1.2, "timeout"), ("float32", 0.9, "ok")):
+        for i, v in enumerate(n):
+            ok = i < 3 or last == "ok"
+            rows.append({"dataset": "d", "method": "m", "budget": "b", "params.dataset.n_train": v,
+                         "n_train": v if ok else math.nan, "status": "ok" if ok else last,
+                         "fit_seconds": 1e-3 * v ** power if ok else math.nan, "memory_mib": 1.0,
+                         "wall_seconds": 200.0, "variant": f"n_train={int(v)}, dtype={dtype}"})
+    pts = scaling.points(pd.DataFrame(rows))
+    assert sorted(pts["setting"].unique()) == ["dtype=float32", "dtype=float64"]
+    table = scaling.slopes(pts).set_index("method")
+    assert table.loc["m (dtype=float64)", "time slope a"] == pytest.approx(1.2, abs=1e-12)
+    assert table.loc["m (dtype=float64)", "ended"] == "timeout at n=500000"
+    assert table.loc["m (dtype=float32)", "time slope a"] == pytest.approx(0.9, abs=1e-12)
+    assert table.loc["m (dtype=float32)", "sizes ok"] == 4 and table.loc["m (dtype=float32)", "ended"] == "-"
+
+
 @pytest.fixture(scope="module")
 def swept(run_bench, tmp_path_factory):
     store = tmp_path_factory.mktemp("scaling")
