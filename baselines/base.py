@@ -514,7 +514,7 @@ class Adapter(abc.ABC):
         if entries:
             pace = kernel_entry_seconds(d, dtype, self.n_threads)
             least = entries * pace / GEMM_MARGIN
-            rate = f"{entries:.2g} kernel entries at {pace * 1e9:.2g} ns each (measured Gaussian blocks)"
+            rate = f"{flops:.2g} flops = {entries:.2g} kernel entries at {pace * 1e9:.2g} ns each (measured Gaussian blocks)"
         else:
             per_flop = gemm_flop_seconds(dtype, self.n_threads)
             least = flops * per_flop / GEMM_MARGIN
