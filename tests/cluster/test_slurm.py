@@ -93,9 +93,12 @@ def test_cancelled_and_timed_out_jobs_are_recorded_and_the_sweep_goes_on(run_slu
                                                                           slurm_env, tmp_path):
     sweep = unique("cluster-killed")
     sweep_dir = tmp_path / "multirun"
-    # jobs #0, #1: _test_ok; #2: _test_sleep, cancelled; #3: _test_sleep, past its 2-minute limit
+    # jobs #0, #1: _test_ok; #2: _test_sleep, cancelled; #3: _test_sleep, past its 2-minute limit. The sleep
+    # (290 s) is well past that limit: slurmctld enforces limits on its own cycle, and the yaml's 120 s sleep
+    # once finished (status ok) before the kill came (CI, 2026-12-04)
     proc = run_slurm_sweep(
         ["--config-name", "failures", "method=_test_ok,_test_sleep", "repetition=0,1", "timeout_s=600",
+         "++method.options.seconds=290",
          "threads=1", "hydra.launcher.partition=shared", "hydra.launcher.timeout_min=2",
          "hydra.launcher.signal_delay_s=30", f"sweep={sweep}"],
         sweep_dir, test_conf=True, background=True,
