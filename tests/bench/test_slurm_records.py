@@ -50,8 +50,12 @@ def test_time_limit_is_a_timeout(fake_sacct):
     fake_sacct("TIMEOUT|TimeLimit|00:10:00|00:10:01|0:0")
     v = slurm.slurm_verdict(SIGTERM_VERDICT, signal.SIGTERM, False, env=JOB, wait_s=0)
     assert v["status"] == "timeout"
-    assert v["reason"].startswith("SLURM ended job 41_3: TIMEOUT (time limit 00:10:00 reached; ran 00:10:01)"
+    assert v["reason"].startswith("SLURM job 41_3 reached its time limit (00:10:00; ended TIMEOUT after 00:10:01)"
                                   "; SLURM reason: TimeLimit; trial:")
+    # the same words as the lost-job path, so one phrase finds every time limit
+    v = slurm.lost_job_verdict("41_3", RuntimeError("lost"))
+    assert v == {"status": "timeout", "reason": "SLURM job 41_3 reached its time limit (00:10:00; ended TIMEOUT "
+                                                "after 00:10:01); SLURM reason: TimeLimit; submitit: lost"}
 
 
 def test_verdict_stands_outside_slurm_for_other_signals_and_harness_kills(fake_sacct):

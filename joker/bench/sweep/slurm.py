@@ -7,8 +7,10 @@ ignores SIGTERM, so the harness inside the job sees its trial die of the
 signal and still has those seconds to record it. A bare "killed by signal
 SIGTERM" would hide why; :func:`slurm_verdict` asks the accounting database
 (``sacct``) what happened to the job and records that instead, e.g. status
-``timeout`` with reason "SLURM ended job 41_3: TIMEOUT (time limit 00:10:00
-reached) ...".
+``timeout`` with reason "SLURM job 41_3 reached its time limit (00:10:00;
+ended TIMEOUT after 00:10:01) ...". A time limit reads the same whether the
+trial's own record, submitit's warning signal or the lost-job check
+records it; other endings read "SLURM ended job 41_3: CANCELLED by ...".
 
 ``sacct`` (slurmdbd) is used rather than ``scontrol``: right after a
 ``scancel`` the controller reports the job as ``COMPLETING``, while the
@@ -101,8 +103,13 @@ def verdict_from_state(label: str, st: Dict[str, str]) -> Dict[str, str]:
         ``{"status": "timeout" | "oom" | "error", "reason": str}``.
     """
     state = st["state"]
+    if state == "TIMEOUT":  # the same words as the warning-signal and lost-job paths: one phrase per cause
+        reason = (f"SLURM job {label} reached its time limit ({st.get('timelimit') or '?'}; "
+                  f"ended {st['detail'] or state} after {st.get('elapsed') or '?'})")
+        if st.get("reason") and st["reason"] != "None":
+            reason += f"; SLURM reason: {st['reason']}"
+        return {"status": "timeout", "reason": reason}
     what = {
-        "TIMEOUT": f"time limit {st.get('timelimit') or '?'} reached",
         "CANCELLED": "cancelled (scancel or an administrator)",
         "PREEMPTED": "preempted by a higher-priority job",
         "NODE_FAIL": "its node failed",
