@@ -6,7 +6,7 @@ lazily so that ``import joker`` stays fast (torch loads on first use).
 """
 
 __version__ = "0.1.0"
-__all__ = ["JokerRegressor", "JokerClassifier", "ConvergenceWarning", "__version__"]
+__all__ = ["JokerRegressor", "JokerClassifier", "ConvergenceWarning", "DivergedError", "__version__"]
 
 
 def __getattr__(name):
@@ -14,4 +14,8 @@ def __getattr__(name):
         from . import estimators
 
         return getattr(estimators, name)
+    if name == "DivergedError":
+        from .solver import DivergedError
+
+        return DivergedError
     raise AttributeError(f"module 'joker' has no attribute {name!r}")

@@ -36,6 +36,8 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
+from .center import median_center
+
 __all__ = ["median_sigma", "resolve_sigma", "BandwidthWarning", "MEDIAN_ROWS", "MEDIAN_SEED"]
 
 MEDIAN_ROWS = 5000
@@ -217,14 +219,22 @@ def _median_distance(X, n, seed, max_gather):
     # Centre, and divide by a power of two near the largest entry: distances are unchanged up to
     # that exact factor, and squared norms of data near 1e200 no longer overflow float64.
     # (A sparse subsample is not centred: that would make it dense.)
+    # The centre is the coordinate-wise median (joker.center): the expansion |x|^2 + |z|^2 - 2 x.z errs
+    # by eps (|x|^2 + |z|^2), and the mean of a sample with one row at 1e15 put every other row near
+    # 2e11 from it: their distances (~3) all rounded to 0 and sigma silently fell back to 1.
     if not sp.issparse(Xs):
-        Xs -= Xs.mean(0)  # in place: the subsample is already this function's own float64 copy
+        Xs -= median_center(Xs)  # in place: the subsample is already this function's own float64 copy
     top = max(float(Xs.max()), -float(Xs.min()))  # max |x| without an m x d temporary
     scale = 2.0 ** math.ceil(math.log2(top)) if top > 0 and math.isfinite(top) else 1.0
     if not math.isfinite(top):
         raise ValueError("median_sigma: the drawn rows are too large to centre in float64 (overflow)")
     Xs = Xs / scale if sp.issparse(Xs) else Xs.div_(scale)
-    return scale * float(np.sqrt(_kth_smallest(Xs, k, int(max_gather))))
+    med = scale * float(np.sqrt(_kth_smallest(Xs, k, int(max_gather))))
+    if not med > 0:  # distinct rows whose distances are lost to rounding: no silent default
+        raise ValueError(f"median_sigma: the median distance between distinct sampled rows is below the precision "
+                         f"of float64 at their scale (largest |x| {top:.3g}, after centring at the median): "
+                         "the rows span too many orders of magnitude; give sigma explicitly or rescale X")
+    return med
 
 
 def median_sigma(X, n: int = MEDIAN_ROWS, seed: int = MEDIAN_SEED, max_gather: int = 2**20) -> float:
@@ -257,8 +267,10 @@ def median_sigma(X, n: int = MEDIAN_ROWS, seed: int = MEDIAN_SEED, max_gather: i
     Raises
     ------
     ValueError
-        Fewer than 2 rows, not 2-D, NaN/inf in the drawn rows, or every
-        sampled row the same (no distance is > 0).
+        Fewer than 2 rows, not 2-D, NaN/inf in the drawn rows, every
+        sampled row the same (no distance is > 0), or the median distance
+        between distinct rows lost to rounding (rows spanning more orders
+        of magnitude than float64 resolves around their median).
 
     Warns
     -----

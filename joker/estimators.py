@@ -282,19 +282,19 @@ class _JokerBase(BaseEstimator):
         return as_float64(A, device=self.device).to(check_dtype(self.dtype))
 
     # ------------------------------------------------------------------ solve
-    def _solve(self, X, Y, loss, alpha0=None, scale=1.0, sample_weight=None, mean_weight=None):
+    def _solve(self, X, Y, loss, alpha0=None, scale=1.0, sample_weight=None, center_weight=None):
         """Fit on X (any array/tensor of shape (n, d)) and targets Y (tensor (n, C)), from alpha0 if given.
 
         ``scale``: Y holds the targets divided by this power of two
         (:mod:`joker.target_scale`); the solve then uses the loss and lam of
         the scaled problem and the fitted model is multiplied back.
         ``sample_weight``: checked row weights of the losses (ndarray (n,)) or None;
-        ``mean_weight``: those of the inputs' centre (the user's sample_weight,
+        ``center_weight``: those of the inputs' centre (the user's sample_weight,
         without class weights: the centre of repeated rows).
         """
         t0 = time.perf_counter()
         # nothing of an earlier fit survives (without n_epochs_ a fit that fails leaves the estimator unfitted)
-        for attr in ("alpha_", "dual_alpha_", "coef_", "feature_map_", "X_mean_", "cache_size_", "n_epochs_"):
+        for attr in ("alpha_", "dual_alpha_", "coef_", "feature_map_", "X_center_", "cache_size_", "n_epochs_"):
             self.__dict__.pop(attr, None)
         options = self._solver_options()
         self.block_size_ = min(int(options.block_size), int(Y.shape[0]))
@@ -307,22 +307,23 @@ class _JokerBase(BaseEstimator):
                 options = dataclasses.replace(options, radius0=options.radius0 / scale)
         self.sigma_ = resolve_sigma(self.sigma, X)
         # Centre in float64 before any cast to float32, on both paths (the kernels are
-        # shift-invariant, and a large offset would otherwise round the inputs); on the exact
+        # shift-invariant, and a large offset would otherwise round the inputs), at the
+        # coordinate-wise median, which a few outlying rows do not move (joker.center); on the exact
         # path also divide by a power of two near sigma, so that squared norms and 1 / sigma^2
         # stay in the dtype's range whatever the scale of X (random features never square X).
-        # The centre is weighted by ``mean_weight`` (random features depend on it: integer
+        # The centre is weighted by ``center_weight`` (random features depend on it: integer
         # weights must stay repeated rows).
         exact = self.n_components is None
         self._frame, Xt = InputFrame.fit_transform(X, check_dtype(self.dtype), self.device,
                                                    scale=bandwidth_scale(self.sigma_) if exact else 1.0,
-                                                   sparse_mean=not exact,  # RFF: sparse rows' shift in the phases
-                                                   sample_weight=mean_weight)
+                                                   sparse_center=not exact,  # RFF: sparse rows' shift in the phases
+                                                   sample_weight=center_weight)
         self._sigma = self.sigma_ / self._frame.scale  # the bandwidth in the framed units of Xt
-        self.X_mean_ = self._frame.mean.to(Xt.dtype)
+        self.X_center_ = self._frame.center.to(Xt.dtype)
         if exact:
             _check_kernel_range(Xt, self._sigma)
         seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
-        op = self._operator(X, Xt, Y.shape[1], seed, mean_weight)
+        op = self._operator(X, Xt, Y.shape[1], seed, center_weight)
         if alpha0 is not None:
             alpha0 = (as_float64(alpha0, device=Y.device) / scale).to(Y.dtype)
         res = dbcd_tr(op, loss, Y, lam, options, seed=seed, alpha0=alpha0, sample_weight=sample_weight)
@@ -352,8 +353,8 @@ class _JokerBase(BaseEstimator):
                 opts[name] = params[name]
         return SolverOptions.from_dict(opts)
 
-    def _operator(self, X, Xt, n_outputs, seed, mean_weight=None):
-        """The exact-kernel or random-feature operator on the centred inputs Xt (centre weighted by ``mean_weight``)."""
+    def _operator(self, X, Xt, n_outputs, seed, center_weight=None):
+        """The exact-kernel or random-feature operator on the centred inputs Xt (centre weighted by ``center_weight``)."""
         s = float(self.intercept_scaling) if self.fit_intercept else None
         if self.n_components is None:
             self._X_fit = Xt
@@ -363,7 +364,8 @@ class _JokerBase(BaseEstimator):
             self.cache_size_ = 0.0 if op.cache is None else op.cache.nbytes / 2**20  # what is held, <= n rows
             return op
         self.feature_map_ = RandomFourierFeatures(int(self.n_components), self.kernel, self.sigma_,
-                                                  random_state=seed, dtype=Xt.dtype, device=Xt.device).fit(X, mean_weight)
+                                                  random_state=seed, dtype=Xt.dtype, device=Xt.device).fit(
+                                                      X, center_weight, frame=self._frame)  # its centre, once
         return RFFOperator(Xt, self.feature_map_, n_outputs, intercept_scaling=s)
 
     def _store_model(self, op, alpha, scale=1.0):
@@ -499,8 +501,9 @@ class JokerRegressor(RegressorMixin, _JokerBase):
         Seconds spent in fit.
     intercept_ : float or ndarray of shape (n_outputs,)
         The bias b (0.0 without ``fit_intercept``).
-    X_mean_ : tensor of shape (n_features,)
-        Mean of the training inputs, subtracted in float64 before any cast.
+    X_center_ : tensor of shape (n_features,)
+        Coordinate-wise (weighted) median of the training inputs, subtracted
+        in float64 before any cast (:mod:`joker.center`).
     target_scale_ : float
         The power of two the solve divided the targets by (1.0 unless their
         magnitude is outside the safe range of ``dtype``; see ``dtype``). Every
@@ -517,6 +520,10 @@ class JokerRegressor(RegressorMixin, _JokerBase):
         NaN/inf or zero for every sample.
     TypeError
         Non-numeric parameters, inputs or weights.
+    joker.solver.DivergedError
+        The solve broke weak duality (its dual passed the primal at
+        theta = 0): the kernel matrix is not positive semi-definite as
+        computed; the estimator is left unfitted.
     """
 
     _losses = REGRESSION_LOSSES
@@ -565,7 +572,7 @@ class JokerRegressor(RegressorMixin, _JokerBase):
         w = check_sample_weight(sample_weight, Y.shape[0])
         self.target_scale_ = target_scale(Y, check_dtype(self.dtype))
         return self._solve(X, (Y / self.target_scale_).to(check_dtype(self.dtype)), loss, alpha0, self.target_scale_, w,
-                           mean_weight=w)
+                           center_weight=w)
 
     def predict(self, X):
         """Predicted values f(X).
@@ -737,7 +744,7 @@ class JokerClassifier(ClassifierMixin, _JokerBase):
         # from here on the earlier fit is gone: _solve leaves the estimator unfitted if it fails
         self.classes_, self._ovo, self._single_output = classes, ovo, True
         self.class_weight_ = cw
-        return self._solve(X, self._torch(Y), loss, alpha0, sample_weight=w, mean_weight=sw)
+        return self._solve(X, self._torch(Y), loss, alpha0, sample_weight=w, center_weight=sw)
 
     def decision_function(self, X):
         """Decision values f(X).

@@ -54,7 +54,8 @@ class RandomFourierFeatures:
     W_ : tensor of shape (n_components, n_features)
     b_ : tensor of shape (n_components,)
     center_ : float64 tensor of shape (n_features,)
-        Mean of the fitted inputs, subtracted in float64 before the cast to
+        Coordinate-wise (weighted) median of the fitted inputs
+        (:mod:`joker.center`), subtracted in float64 before the cast to
         ``dtype`` (the kernel is shift-invariant, so psi(x - center_) is a
         feature map of the same kernel; in float32 it keeps inputs with a
         large offset from being rounded). Sparse inputs stay uncentred and
@@ -80,23 +81,31 @@ class RandomFourierFeatures:
         self.dtype = dtype
         self.device = device
 
-    def fit(self, X, sample_weight=None):
-        """Draw W and b for inputs with ``X.shape[1]`` features; ``center_`` is X's (weighted) mean.
+    def fit(self, X, sample_weight=None, frame=None):
+        """Draw W and b for inputs with ``X.shape[1]`` features; ``center_`` is X's (weighted) median.
 
         Parameters
         ----------
         X : array-like or tensor of shape (n_samples, n_features)
         sample_weight : ndarray of shape (n_samples,), optional
-            Row weights of the mean (:func:`joker.sample_weight.weighted_mean`).
+            Row weights of the centre (:func:`joker.center.median_center`).
+        frame : joker.inputs.InputFrame, optional
+            The frame of these X and weights, already fitted with
+            ``sparse_center=True`` and scale 1 (the estimator's): its centre
+            is used instead of computing it again (a median costs a pass
+            over a float64 copy of X).
 
         Returns
         -------
         self
         """
         d = int(X.shape[1])
-        self._frame = InputFrame.fit(X, self.dtype, self.device, sparse_mean=True, sample_weight=sample_weight)
+        if frame is not None and frame.sparse_center and frame.scale == 1.0:
+            self._frame = InputFrame(frame.center.to(self.device), 1.0, self.dtype, self.device, sparse_center=True)
+        else:
+            self._frame = InputFrame.fit(X, self.dtype, self.device, sparse_center=True, sample_weight=sample_weight)
         self.__dict__.pop("_bounds", None)  # the phase bounds of a previous fit (_phase_bounds)
-        self.center_ = self._frame.mean
+        self.center_ = self._frame.center
         rng = np.random.default_rng(self.random_state)
         M = self.n_components
         Z = rng.standard_normal((M, d))

@@ -7,10 +7,12 @@ One path from what a user passes to what the solvers compute on:
    ``validate_data`` (float64 and float32 kept, other dtypes and non-native
    byte orders converted to native float64), which also records
    ``n_features_in_`` and refuses NaN, infinity, empty and ragged input.
-2. :class:`InputFrame`: x -> (x - mean) / scale computed in float64, then
-   cast to the solve's ``dtype`` on its ``device``. The mean is that of the
-   training inputs, so a large common offset is removed before any rounding
-   to float32; ``scale`` is a power of two (exact in floating point) near
+2. :class:`InputFrame`: x -> (x - center) / scale computed in float64, then
+   cast to the solve's ``dtype`` on its ``device``. The centre is the
+   coordinate-wise median of the training inputs (:mod:`joker.center`), so
+   a large common offset is removed before any rounding to float32 and a
+   few outlying rows do not move the bulk of the rows away from 0, where
+   the expanded squared distances are exact; ``scale`` is a power of two (exact in floating point) near
    the kernel bandwidth, so that the kernel arithmetic (squared norms,
    1 / sigma^2) of inputs on a tiny or huge scale stays inside the range of
    ``dtype`` (:func:`bandwidth_scale`). The Gaussian and Laplacian kernels
@@ -35,7 +37,7 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from sklearn.utils.validation import check_array, column_or_1d, validate_data
 
 from .sparse import SparseRows
-from .sample_weight import weighted_mean
+from .center import median_center
 
 __all__ = ["DTYPES", "as_float64", "check_dtype", "validate_X", "validate_Xy", "binary_labels",
            "bandwidth_scale", "InputFrame"]
@@ -246,44 +248,46 @@ def bandwidth_scale(sigma):
 
 
 class InputFrame:
-    """x -> ((x - mean) / scale) in float64, then cast to ``dtype`` on ``device``.
+    """x -> ((x - center) / scale) in float64, then cast to ``dtype`` on ``device``.
 
-    scipy.sparse inputs are not centred: they become
-    :class:`joker.sparse.SparseRows`, never dense. A frame fitted on them has
-    mean 0 (the exact kernel is shift-invariant: every input of a model just
-    has to be shifted alike), unless ``sparse_mean``: then it keeps their
-    mean for dense inputs and the consumer of the uncentred sparse rows
-    owes the shift (the random features fold it into their phases,
+    The centre is the coordinate-wise (weighted) median of the training
+    inputs (:func:`joker.center.median_center`). scipy.sparse inputs are
+    not centred: they become :class:`joker.sparse.SparseRows`, never dense.
+    A frame fitted on them has centre 0 (the exact kernel is
+    shift-invariant: every input of a model just has to be shifted alike),
+    unless ``sparse_center``: then it keeps their median for dense inputs
+    and the consumer of the uncentred sparse rows owes the shift (the
+    random features fold it into their phases,
     :class:`joker.features.RandomFourierFeatures`). Sparse inputs given to
-    a frame fitted on dense ones (a nonzero mean, no ``sparse_mean``) are
-    densified to be centred.
+    a frame fitted on dense ones (a nonzero centre, no ``sparse_center``)
+    are densified to be centred.
 
     Parameters
     ----------
-    mean : float64 tensor of shape (n_features,)
+    center : float64 tensor of shape (n_features,)
         On ``device``.
     scale : float
         A power of two (:func:`bandwidth_scale`), 1.0 for none.
     dtype : torch.dtype
     device : str or torch.device
-    sparse_mean : bool
-        Sparse inputs come back uncentred although ``mean`` is not 0 (above).
+    sparse_center : bool
+        Sparse inputs come back uncentred although ``center`` is not 0 (above).
 
     Attributes
     ----------
-    mean, scale, dtype, device, sparse_mean : as given.
+    center, scale, dtype, device, sparse_center : as given.
     """
 
-    def __init__(self, mean, scale, dtype, device, sparse_mean=False):
-        self.mean = mean
+    def __init__(self, center, scale, dtype, device, sparse_center=False):
+        self.center = center
         self.scale = float(scale)
         self.dtype = dtype
         self.device = device
-        self.sparse_mean = bool(sparse_mean)
+        self.sparse_center = bool(sparse_center)
 
     @classmethod
-    def fit(cls, X, dtype, device, scale=1.0, sparse_mean=False, sample_weight=None):
-        """The frame of training inputs ``X``: their float64 mean (weighted by ``sample_weight`` when given).
+    def fit(cls, X, dtype, device, scale=1.0, sparse_center=False, sample_weight=None):
+        """The frame of training inputs ``X``: their float64 coordinate-wise median (weighted when given).
 
         Parameters
         ----------
@@ -292,35 +296,29 @@ class InputFrame:
         device : str or torch.device
         scale : float
             Power of two to divide by (:func:`bandwidth_scale`).
-        sparse_mean : bool
-            For sparse X: keep its mean (class docstring); else the mean is 0.
+        sparse_center : bool
+            For sparse X: keep its median (class docstring); else the centre is 0.
         sample_weight : ndarray of shape (n_samples,) or None
             Checked row weights (:func:`joker.sample_weight.check_sample_weight`):
-            the mean is then the weighted one, the mean of the repeated rows
-            for integer weights (:func:`joker.sample_weight.weighted_mean`).
+            the centre is then the weighted median, that of the repeated rows
+            for integer weights (:func:`joker.center.median_center`).
 
         Returns
         -------
         InputFrame
         """
         if sp.issparse(X):
-            if not sparse_mean:
-                mean = np.zeros(X.shape[1])
-            elif sample_weight is None:
-                mean = np.asarray(X.mean(axis=0), dtype=np.float64).ravel()
-            else:
-                w = np.asarray(sample_weight, dtype=np.float64)
-                mean = np.asarray(X.T @ w, dtype=np.float64).ravel() / w.sum()
-            return cls(torch.from_numpy(mean).to(device), scale, dtype, device, sparse_mean)
-        return cls(weighted_mean(as_float64(X, device=device), sample_weight), scale, dtype, device)
+            center = median_center(X, sample_weight) if sparse_center else torch.zeros(X.shape[1], dtype=torch.float64)
+            return cls(center.to(device), scale, dtype, device, sparse_center)
+        return cls(median_center(as_float64(X, device=device), sample_weight), scale, dtype, device)
 
     @classmethod
-    def fit_transform(cls, X, dtype, device, scale=1.0, sparse_mean=False, sample_weight=None):
+    def fit_transform(cls, X, dtype, device, scale=1.0, sparse_center=False, sample_weight=None):
         """The frame of ``X`` (:meth:`fit`) and the framed ``X``, from one float64 copy.
 
         Parameters
         ----------
-        X, dtype, device, scale, sparse_mean
+        X, dtype, device, scale, sparse_center
             As :meth:`fit`.
 
         Returns
@@ -334,10 +332,10 @@ class InputFrame:
             As :meth:`__call__`.
         """
         if sp.issparse(X):
-            frame = cls.fit(X, dtype, device, scale, sparse_mean, sample_weight)
+            frame = cls.fit(X, dtype, device, scale, sparse_center, sample_weight)
             return frame, frame(X)
         X64 = as_float64(X, device=device)
-        frame = cls(weighted_mean(X64, sample_weight), scale, dtype, device)
+        frame = cls(median_center(X64, sample_weight), scale, dtype, device)
         return frame, frame._apply(X64)
 
     def __call__(self, X):
@@ -351,7 +349,7 @@ class InputFrame:
         -------
         tensor of shape (n_samples, n_features), ``dtype`` on ``device``
             (:class:`joker.sparse.SparseRows`, uncentred, for sparse X and a
-            frame of mean 0 or ``sparse_mean``)
+            frame of centre 0 or ``sparse_center``)
 
         Raises
         ------
@@ -360,7 +358,7 @@ class InputFrame:
             values overflow ``dtype`` (float32 holds up to 3.4e38).
         """
         if sp.issparse(X):
-            if not self.sparse_mean and bool(self.mean.any()):
+            if not self.sparse_center and bool(self.center.any()):
                 X = X.toarray()
             else:
                 rows = SparseRows.from_scipy(X, self.dtype, self.device, self.scale)
@@ -371,11 +369,11 @@ class InputFrame:
         return self._apply(as_float64(X, device=self.device))
 
     def _apply(self, X64):
-        Xc = X64 - self.mean  # not in place: X64 may share the caller's memory
+        Xc = X64 - self.center  # not in place: X64 may share the caller's memory
         if self.scale != 1.0:
             Xc /= self.scale
         Xt = Xc.to(self.dtype)
         if not bool(torch.isfinite(Xt).all()):
             raise ValueError(f"the inputs are too large for {self.dtype} after centring (an entry of "
-                             f"(x - mean) / {self.scale:.3g} overflows): rescale X")
+                             f"(x - center) / {self.scale:.3g} overflows): rescale X")
         return Xt

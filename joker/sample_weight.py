@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from sklearn.utils.class_weight import compute_class_weight
 
-__all__ = ["check_sample_weight", "class_weights", "row_weights", "weighted_mean"]
+__all__ = ["check_sample_weight", "class_weights", "row_weights"]
 
 
 def check_sample_weight(sample_weight, n):
@@ -130,28 +130,3 @@ def row_weights(sample_weight, class_weight_=None, y_idx=None):
         cw = class_weight_[y_idx]
         w = cw if w is None else cw * w
     return w
-
-
-def weighted_mean(X64, sample_weight=None):
-    """Row mean of ``X64``, weighted by ``sample_weight`` when given.
-
-    The centre of the inputs (the Gaussian and Laplacian kernels ignore it;
-    random features do not, cos(W (x - m) + b) depends on m): with the
-    weights as row counts it is the mean of the repeated rows, so integer
-    weights keep giving the fit of repeated rows, and rows of weight 0 do
-    not move it.
-
-    Parameters
-    ----------
-    X64 : float64 tensor of shape (n, d)
-    sample_weight : ndarray of shape (n,) or None
-        Checked weights (:func:`check_sample_weight`, some > 0).
-
-    Returns
-    -------
-    float64 tensor of shape (d,), on the device of ``X64``
-    """
-    if sample_weight is None:
-        return X64.mean(0)
-    w = torch.as_tensor(sample_weight, dtype=torch.float64, device=X64.device)
-    return (w @ X64) / w.sum()

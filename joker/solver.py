@@ -750,6 +750,24 @@ class _Run:
         self.op.restore(lag["state"])
 
 
+DIVERGE_SLACK = 1e-3
+"""Relative margin by which the dual may pass P(0) before the solve is declared diverged (:class:`DivergedError`)."""
+
+
+class DivergedError(FloatingPointError):
+    """The dual objective passed the primal at theta = 0: weak duality broken, the kernel is not PSD as computed.
+
+    Weak duality (Joker, Eq. 5: D(alpha) <= P(theta) for every feasible
+    alpha and every theta) holds in particular at theta = 0, where
+    P(0) = sum_i w_i loss(y_i, 0). A dual value above it (by more than
+    ``DIVERGE_SLACK`` P(0), far beyond rounding) can only come from a
+    kernel matrix that is not positive semi-definite as computed, e.g.
+    squared distances that cancel for rows far from the others; the
+    iterates then grow without bound (RMSE 1e152 was seen). Not-a-number
+    or infinite objectives are reported the same way.
+    """
+
+
 PREDICT_SLACK = 2.0
 """A lagged fit certifies its iterate directly when the extrapolated gap and KKT residual are within
 this factor of their tolerances (:meth:`_Driver.predicted_done`). A wrong prediction costs one feature
@@ -788,6 +806,7 @@ class _Driver:
         self.stalled = False
         self.cert = None
         self.converged = False
+        self.p0 = None  # the primal at theta = 0 (check_bounded)
 
     def now(self):
         return time.perf_counter() - self.t0
@@ -798,6 +817,7 @@ class _Driver:
         run, opts = self.run, self.opts
         if cert is None:
             cert = run.certificate()
+        self.check_bounded(epoch, cert)
         if not self.lagged or not self.history:  # lagged fits rescale from the blocks they meet instead
             run.rescale_skipping(cert.kkt_abs)
         self.history.append({"epoch": epoch, "seconds": self.now() if seconds is None else seconds,
@@ -807,6 +827,21 @@ class _Driver:
             print(f"[joker] epoch {epoch:4d}  t={self.history[-1]['seconds']:8.2f}s  primal={cert.primal:.6g}  "
                   f"dual={cert.dual:.6g}  gap={cert.gap:.3e}  kkt={cert.kkt:.3e}", flush=True)
         return cert
+
+    def check_bounded(self, epoch, cert):
+        """Raise :class:`DivergedError` when ``cert`` breaks weak duality against P(0) or is not finite."""
+        if self.p0 is None:  # P(0) = sum_i w_i loss(y_i, 0), once per solve (the loss is the weighted one)
+            run = self.run
+            self.p0 = float(run.loss.primal(run.Y, torch.zeros_like(run.Y)).sum(dtype=torch.float64))
+        if math.isfinite(cert.dual) and math.isfinite(cert.primal) \
+                and cert.dual <= self.p0 + DIVERGE_SLACK * abs(self.p0):
+            return
+        raise DivergedError(
+            f"Joker diverged at epoch {epoch}: the dual objective {cert.dual:.6g} exceeds the primal at "
+            f"theta = 0, {self.p0:.6g}, which weak duality forbids (primal now {cert.primal:.6g}); the kernel "
+            "matrix is not positive semi-definite as computed. Rows far from the others (e.g. one row at 1e10) "
+            "or a float32 solve of ill-scaled inputs cause this: check X for outliers, rescale it, or use "
+            "dtype='float64'")
 
     def certify(self, epoch):
         """Certify the current iterate as that of ``epoch``."""
@@ -978,6 +1013,9 @@ def dbcd_tr(op, loss, Y, lam, options=None, seed=None, alpha0=None, sample_weigh
         operator that does not support it; ``alpha0`` of the wrong shape or
         not finite; ``sample_weight`` not of shape (n,), negative or not
         finite.
+    DivergedError
+        A certificate broke weak duality against P(0) or was not finite:
+        the kernel matrix is not positive semi-definite as computed.
     """
     opts = options or SolverOptions()
     loss = weighted(loss, sample_weight, Y)

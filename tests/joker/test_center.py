@@ -1,0 +1,113 @@
+"""The inputs' centre (joker.center) and what it protects: outlying rows neither break the fit nor the bandwidth.
+
+References: numpy.median of the repeated rows; scikit-learn's KernelRidge on
+the rows without the outlier (an isolated row decouples from the others:
+its kernel row is e_i, so the other dual variables are those of the fit
+without it); scipy's pdist (direct differences) for the median distance.
+"""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+from scipy.spatial.distance import pdist
+from sklearn.exceptions import NotFittedError
+from sklearn.kernel_ridge import KernelRidge
+from sklearn.utils.validation import check_is_fitted
+
+from joker.bandwidth import median_sigma
+from joker.center import median_center
+from joker.estimators import JokerClassifier, JokerRegressor
+from joker.solver import DivergedError
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 7, 10, 101])
+def test_median_of_repeated_rows_dense_and_sparse(n):
+    rng = np.random.default_rng(n)
+    X = rng.standard_normal((n, 6))
+    X[rng.random((n, 6)) < 0.5] = 0.0  # many zeros: the sparse path's implicit values
+    np.testing.assert_array_equal(median_center(torch.from_numpy(X)).numpy(), np.median(X, 0))
+    np.testing.assert_array_equal(median_center(sp.csr_matrix(X)).numpy(), np.median(X, 0))
+    w = rng.integers(0, 4, n).astype(float)
+    w[0] += 1.0 if w.sum() == 0 else 0.0
+    R = np.repeat(X, w.astype(int), axis=0)  # weights are row counts; weight 0 is the row left out
+    np.testing.assert_array_equal(median_center(torch.from_numpy(X), w).numpy(), np.median(R, 0))
+    np.testing.assert_array_equal(median_center(sp.csr_matrix(X), w).numpy(), np.median(R, 0))
+
+
+def test_median_wide_inputs_and_extreme_values():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((3, 5000))  # many columns: handled in groups
+    np.testing.assert_array_equal(median_center(torch.from_numpy(X)).numpy(), np.median(X, 0))
+    X = np.array([[-1.5e308], [1.5e308]])  # the midpoint must not overflow
+    assert median_center(torch.from_numpy(X)).item() == 0.0
+
+
+def test_one_outlying_row_leaves_the_exact_fit_intact():
+    # Before the median centre: one row at 1e10 moved the mean by 2e7, the expanded distances
+    # cancelled, the kernel was not PSD as computed and the fit diverged (RMSE 1e152).
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((500, 10))
+    y = np.sin(X[:, 0]) + 0.1 * rng.standard_normal(500)
+    Xt = rng.standard_normal((200, 10))
+    ref = KernelRidge(alpha=1e-2, kernel="rbf", gamma=1 / 18).fit(X[1:], y[1:]).predict(Xt)
+    for big in (1e10, 1e15):
+        Xb = X.copy()
+        Xb[0] = big
+        est = JokerRegressor(sigma=3.0, lam=1e-2, tol=1e-10, kkt_tol=1e-8).fit(Xb, y)
+        assert est.converged_
+        np.testing.assert_allclose(est.predict(Xt), ref, atol=1e-6)
+        assert float(est.X_center_.abs().max()) < 1.0  # the bulk's centre, not the outlier's pull
+
+
+def test_median_bandwidth_with_an_outlying_row():
+    # The mean-centred subsample put every ordinary row 2e11 from the centre: their distances
+    # (about 4) rounded to 0 and sigma silently became 1.
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((500, 10))
+    for big in (1e10, 1e15, 1e30):
+        Xb = X.copy()
+        Xb[0] = big
+        d = np.sort(pdist(Xb))
+        k = (d.size - 1) // 2  # the lower middle value (median_sigma's rule)
+        assert median_sigma(Xb) == pytest.approx(d[k], rel=1e-9)
+        assert JokerRegressor(sigma="median", lam=1.0, max_epochs=1).fit(Xb, X[:, 0]).sigma_ == \
+            pytest.approx(d[k], rel=1e-9)
+
+
+def test_median_bandwidth_beyond_float64_is_an_error_not_a_silent_default():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((50, 3))
+    X[0] = 1e200  # ordinary distances underflow once the rows are scaled to the outlier's magnitude
+    with pytest.raises(ValueError, match="give sigma explicitly"):
+        median_sigma(X)
+    with pytest.raises(ValueError, match="give sigma explicitly"):
+        JokerRegressor(sigma="median").fit(X, rng.standard_normal(50))
+
+
+@pytest.mark.parametrize("make", [lambda: JokerRegressor(sigma=3.0, lam=1e-2),
+                                  lambda: JokerClassifier(sigma=3.0, lam=1e-2, loss="hinge")])
+def test_a_kernel_not_psd_as_computed_raises_diverged(make):
+    # Two clusters 1e10 apart: the median lies between them, every row is far from the centre,
+    # and the expanded distances cancel. Weak duality against P(0) catches it at once.
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((500, 10))
+    X[250:] += 1e10
+    est = make()
+    y = np.sin(X[:, 0] - np.where(np.arange(500) >= 250, 1e10, 0.0))
+    with pytest.raises(DivergedError, match="weak duality forbids"):
+        est.fit(X, y if isinstance(est, JokerRegressor) else np.where(y > 0, 1, -1))
+    with pytest.raises(NotFittedError):
+        check_is_fitted(est, "alpha_")
+
+
+def test_the_callers_inputs_are_never_reordered():
+    # the selection partitions in place: only on the centre's own copy, whatever the layout
+    rng = np.random.default_rng(3)
+    for X in (rng.standard_normal((9, 1)), np.asfortranarray(rng.standard_normal((9, 4)))):
+        before = X.copy()
+        T = torch.from_numpy(X)  # shares X's memory
+        np.testing.assert_array_equal(median_center(T).numpy(), np.median(before, 0))
+        np.testing.assert_array_equal(X, before)
+    tiny = np.array([[5e-324], [5e-324], [1.0]])  # equal middle values stay exact (no 0.5 * subnormal)
+    assert median_center(torch.from_numpy(tiny)).item() == 5e-324
