@@ -407,6 +407,15 @@ class Adapter(abc.ABC):
         if unknown:
             allowed = ", ".join(sorted(self.option_defaults)) or "none"
             raise ValueError(f"{self.name}: unknown option(s) {unknown}; allowed: {allowed}")
+        for key, value in options.items():  # the type of a typed default, named (not a TypeError deep in a fit)
+            default = self.option_defaults[key]
+            if value is None or default is None:
+                continue
+            if isinstance(default, bool) and not isinstance(value, bool):
+                raise ValueError(f"{self.name}: option {key} must be true or false, got {value!r}")
+            if isinstance(default, numbers.Real) and not isinstance(default, bool) \
+                    and (isinstance(value, bool) or not isinstance(value, numbers.Real)):
+                raise ValueError(f"{self.name}: option {key} must be a number (default {default!r}), got {value!r}")
         self.task, self.loss, self.kernel = task, loss, kernel
         self.seed, self.dtype, self.n_threads = int(seed), dtype, int(n_threads)
         self.device, self._device = str(parsed), parsed
@@ -635,9 +644,10 @@ class Adapter(abc.ABC):
             The upstream library failed (raised, or printed a failure and
             returned no model); the message carries its reason.
         DivergedError
-            Non-finite decision values, or (adapters with
-            ``check_divergence``) a training error no better than the
-            trivial predictor.
+            Non-finite decision values, a ``FloatingPointError`` from the
+            solver (Joker's ``joker.solver.DivergedError``: its dual broke
+            weak duality), or (adapters with ``check_divergence``) a
+            training error no better than the trivial predictor.
         """
         X = self._check_X(X, fitting=True)
         target = self._encode_y(y, X.shape[0])
@@ -655,6 +665,8 @@ class Adapter(abc.ABC):
                 self._fit(X, target)
         except AdapterError:
             raise
+        except FloatingPointError as exc:  # e.g. joker.solver.DivergedError (weak duality broken): status diverged
+            self._fail_diverged(f"{type(exc).__name__}: {exc}")
         except MemoryError as exc:
             raise AdapterError(f"{self.name}: out of memory in fit: {exc}") from exc
         except Exception as exc:
@@ -768,7 +780,12 @@ class Adapter(abc.ABC):
         if not self._fitted and not self._diverged_reason:
             return {"signal": self.signal, "converged": None, "diverged": False,
                     "reason": "not fitted", "history": [], "final": None}
-        info = self._convergence()
+        try:
+            info = self._convergence()
+        except Exception:  # diverged inside fit: no model to read (the solver's reason stands)
+            if not self._diverged_reason:
+                raise
+            info = {"final": None}
         info.setdefault("history", list(self._history))
         info["signal"] = self.signal
         if self._diverged_reason:

@@ -146,6 +146,22 @@ def test_joker_crash_becomes_adapter_error(tiny, monkeypatch):
         contract_adapter("joker-exact", sigma).fit(X, y)
 
 
+@pytest.mark.parametrize("method", ["joker-exact", "sodm"])
+def test_a_solve_that_breaks_weak_duality_is_diverged(method, tiny):
+    # half the rows 1e10 away: no centre keeps both halves' expanded distances exact, the kernel is not
+    # PSD as computed, and Joker's weak-duality check stops the solve (joker.solver.DivergedError)
+    require(method)
+    X, y, sigma = tiny
+    X = X.astype(np.float64).copy()
+    X[N // 2:] += 1e10
+    adapter = contract_adapter(method, sigma)
+    with pytest.raises(DivergedError, match="weak duality forbids"):
+        adapter.fit(X, y)
+    report = adapter.convergence()
+    assert report["diverged"] is True and report["converged"] is False
+    assert "weak duality forbids" in report["reason"]
+
+
 def test_trivial_predictor_check():
     y = np.array([1.0, 1.0, 1.0, -1.0])
     assert trivial_predictor_check("binary", np.array([1.0, 1.0, 1.0, -1.0]), y) == ""
@@ -188,6 +204,14 @@ def test_bad_construction_is_a_clear_error(method):
             cls(**{**ok, field: value})
     with pytest.raises(ValueError, match="unknown option"):
         cls(**ok, not_an_option=1)
+    # every option with a numeric (or boolean) default refuses a value of another type, naming the option
+    for key, default in cls.option_defaults.items():
+        if isinstance(default, bool):
+            with pytest.raises(ValueError, match=f"option {key} must be true or false, got 'yes'"):
+                cls(**ok, **{key: "yes"})
+        elif isinstance(default, (int, float)):
+            with pytest.raises(ValueError, match=f"option {key} must be (a number|an integer)"):
+                cls(**ok, **{key: "abc"})
 
 
 def test_wrong_feature_count_at_predict(tiny):
