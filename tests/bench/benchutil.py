@@ -1,8 +1,10 @@
 """Helpers of the harness tests: read what a sweep recorded."""
 
 import contextlib
-import multiprocessing as mp
 import os
+import signal
+import subprocess
+import sys
 import time
 
 from mlflow.tracking import MlflowClient
@@ -62,14 +64,25 @@ def spin(seconds):
 
 @contextlib.contextmanager
 def cpu_hogs(seconds, extra=1):
-    """Run ``os.cpu_count() + extra`` spinning processes (at most ``seconds``) for the ``with`` block."""
-    ctx = mp.get_context("spawn")
-    hogs = [ctx.Process(target=spin, args=(seconds,)) for _ in range((os.cpu_count() or 1) + extra)]
-    for h in hogs:
-        h.start()
+    """Run ``os.cpu_count() + extra`` spinning processes (at most ``seconds``) for the ``with`` block.
+
+    The hogs are not descendants of this process: a launcher starts them in
+    their own sessions and exits, so a CPU window here counts them as other
+    load (a window counts its own child processes as its own work).
+    """
+    n = (os.cpu_count() or 1) + extra
+    body = f"import time\nend = time.monotonic() + {float(seconds)}\nwhile time.monotonic() < end:\n    pass\n"
+    launcher = ("import subprocess, sys\n"
+                f"ps = [subprocess.Popen([sys.executable, '-c', {body!r}], start_new_session=True, "
+                f"stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range({n})]\n"
+                "print(' '.join(str(p.pid) for p in ps))\n")
+    out = subprocess.run([sys.executable, "-c", launcher], capture_output=True, text=True, check=True).stdout
+    pids = [int(p) for p in out.split()]  # (the hogs hold no pipe of the launcher: run() returns at once)
     try:
-        yield hogs
+        yield pids
     finally:
-        for h in hogs:
-            h.terminate()
-            h.join()
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass

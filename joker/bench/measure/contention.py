@@ -3,8 +3,10 @@
 A fit time means something only if the trial got the CPU its threads could
 use. Over the fit window this module reads, from the Linux kernel:
 
-- the trial's own CPU time (user + system, every thread:
-  ``getrusage(RUSAGE_SELF)``),
+- the trial's own CPU time (user + system, every thread, and every child
+  process it started: ``getrusage`` of itself and of its reaped children,
+  plus ``psutil``'s times of the children still alive; SODM's loky
+  workers are the trial's own work, not other load),
 - the whole machine's busy CPU time (``/proc/stat``: every state but idle
   and iowait, summed over cores),
 - the 1-minute load average at the end of the fit (``os.getloadavg``).
@@ -34,6 +36,8 @@ import resource
 import time
 from dataclasses import dataclass
 
+import psutil
+
 __all__ = ["CpuWindow", "CpuUsage", "machine_busy_seconds", "SLACK_CORES"]
 
 SLACK_CORES = 0.5
@@ -60,8 +64,29 @@ def machine_busy_seconds() -> float | None:
 
 
 def _own_cpu_seconds() -> float:
-    ru = resource.getrusage(resource.RUSAGE_SELF)
-    return ru.ru_utime + ru.ru_stime
+    """CPU seconds (user + system) of this process, its reaped children and its live descendants.
+
+    A live descendant's times include those of the children it reaped; a
+    child that ends between two readings moves from the psutil sum into
+    ``RUSAGE_CHILDREN`` once reaped, so nothing is counted twice. Without
+    the children, a fit that runs its work in worker processes (SODM's
+    loky workers) read as a machine kept busy by others.
+    """
+    total = 0.0
+    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+        ru = resource.getrusage(who)
+        total += ru.ru_utime + ru.ru_stime
+    try:
+        kids = psutil.Process().children(recursive=True)
+    except psutil.Error:
+        return total
+    for kid in kids:
+        try:
+            t = kid.cpu_times()
+        except psutil.Error:  # ended in between: its time is in its parent's children times once reaped
+            continue
+        total += t.user + t.system + t.children_user + t.children_system
+    return total
 
 
 @dataclass(frozen=True)
