@@ -149,6 +149,11 @@ def test_summary_line_and_table():
     assert "2 trials: 1 ok, 1 timeout" in summary.table([s, bad])
     busy = {**s, "contended": "other processes kept 1.9 of 2 cores busy"}
     assert "fit 12.04 s" + summary.CONTENDED_MARK in summary.format_line(busy)
+    # a subset names its rows (a scaling sweep runs one data set at several n_train)
+    assert " ijcnn1 " in line
+    for n, label in [(500, "ijcnn1/500"), (5000, "ijcnn1/5k"), (20000, "ijcnn1/20k"), (49990, "ijcnn1/50k"),
+                     (1_844_332, "ijcnn1/1.84M")]:
+        assert f" {label} " in summary.format_line({**s, "n_train": n})
 
 
 def test_a_long_reason_wraps_whole_under_its_line():

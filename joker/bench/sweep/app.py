@@ -72,7 +72,7 @@ def _summary(spec: TrialSpec, chash: str, status: str, reason: str, metrics: dic
     metric = spec.dataset.primary_metric
     return {
         "method": spec.method.name, "dataset": spec.dataset.name, "budget": spec.budget.name,
-        "repetition": spec.repetition, "status": status, "reason": reason, "metric": metric,
+        "n_train": spec.dataset.n_train, "repetition": spec.repetition, "status": status, "reason": reason, "metric": metric,
         "value": metrics.get(metric), "fit_seconds": metrics.get("fit_seconds"),
         "fit_rss_mib": metrics.get("fit_rss_mib"), "peak_rss_mib": metrics.get("peak_rss_mib"),
         "contended": contended, "run_id": run_id, "config_hash": chash, "cached": cached,

@@ -28,13 +28,29 @@ def _fmt_metric(name: str | None, value: Any) -> str:
     return f"{short}={v:.4g}"
 
 
+def _rows(n: Any) -> str:
+    """Training rows in short: 500, 5k, 20k, 1.5M (exact below 1,000 and for round thousands)."""
+    n = int(n)
+    if n >= 1_000_000:
+        return f"{n / 1e6:.3g}M"
+    if n >= 1000:
+        return f"{n // 1000}k" if n % 1000 == 0 else f"{n / 1e3:.3g}k"
+    return str(n)
+
+
+def dataset_label(s: dict[str, Any]) -> str:
+    """``hepc`` for a data set's whole training split, ``hepc/20k`` for its first ``n_train`` rows."""
+    name = str(s.get("dataset", "?"))
+    return f"{name}/{_rows(s['n_train'])}" if s.get("n_train") else name
+
+
 def format_line(s: dict[str, Any], done: int | None = None, total: int | None = None) -> str:
     """A trial's console line: progress, method, dataset, status, metric, fit seconds, fit MiB; then its reason.
 
     Parameters
     ----------
     s : dict
-        A trial summary (keys method, dataset, status, metric, value,
+        A trial summary (keys method, dataset, n_train, status, metric, value,
         fit_seconds, fit_rss_mib, cached, reason, contended).
     done, total : int, optional
         Trials finished so far and in the sweep.
@@ -55,7 +71,7 @@ def format_line(s: dict[str, Any], done: int | None = None, total: int | None = 
     mib = s.get("fit_rss_mib")
     mark = CONTENDED_MARK if s.get("contended") else ""
     line = (
-        f"{prog}{s.get('method', '?'):<14} {s.get('dataset', '?'):<11} "
+        f"{prog}{s.get('method', '?'):<14} {dataset_label(s):<15} "
         f"{s.get('status', '?'):<11} {_fmt_metric(s.get('metric'), s.get('value')):<22} "
         f"{'fit ' + format(secs, '.2f') + ' s' + mark if secs is not None else '-':<13} "
         f"{format(mib, '.0f') + ' MiB' if mib is not None else '-':>9}"
@@ -82,7 +98,7 @@ def contended_warning(summaries: list[dict[str, Any]]) -> str:
     lines = [f"warning: {len(busy)} trial(s) ran on a busy machine; their fit times ({CONTENDED_MARK}) "
              "are not comparable (re-run them with rerun=true on an idle machine):"]
     for q in busy:
-        lines.append(f"  {q.get('method', '?')} on {q.get('dataset', '?')} (repetition {q.get('repetition', 0)})")
+        lines.append(f"  {q.get('method', '?')} on {dataset_label(q)} (repetition {q.get('repetition', 0)})")
         lines.append(wrap(str(q["contended"])))
     return "\n".join(lines)
 
@@ -92,7 +108,7 @@ def table(summaries: list[dict[str, Any]]) -> str:
     if not summaries:
         return "no trial finished"
     header = (
-        f"{'method':<14} {'dataset':<11} {'status':<11} {'metric':<22} "
+        f"{'method':<14} {'dataset':<15} {'status':<11} {'metric':<22} "
         f"{'fit time':<13} {'fit mem':>9}"
     )
     lines = [header, "-" * len(header)]
