@@ -202,6 +202,13 @@ def test_bad_device_lam_and_budget_are_config_errors(override, message):
         resolve_trial(_compose("smoke", [override]))
 
 
+def test_a_scale_the_sweep_lacks_is_named_with_the_sweeps_scales():
+    # table4 picks its datasets and limits from presets.<scale>: a typo was an interpolation error on presets.ful
+    with pytest.raises(ConfigError, match=re.escape("scale='ful' is not one of this sweep's scales "
+                                                    "['full', 'local', 'paper']")):
+        resolve_trial(_compose("table4", ["scale=ful"]))
+
+
 @pytest.mark.parametrize("override, message", [
     ("+lamm=1", "unknown key lamm (the keys of the config: budget, dataset, device, method, mlflow, presets, "
      "repetition, repetitions, rerun, scale, seed, settings, stop_larger_after, sweep, threads, timeout_s, tune, tuning)"),  # lam is dataset.lam

@@ -354,6 +354,11 @@ def _plain(cfg: Any) -> dict[str, Any]:
         try:
             cfg = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
         except InterpolationResolutionError as exc:  # e.g. presets.point=7k in sweeps/scaling.yaml
+            presets = cfg.get("presets") if "presets" in cfg else None
+            scale = str(cfg.get("scale")) if "scale" in cfg else None
+            if presets and scale not in presets and f"presets.{scale}" in str(exc):  # table4's presets.<scale>
+                raise ConfigError(f"scale={scale!r} is not one of this sweep's scales {sorted(map(str, presets))}") \
+                    from None
             raise ConfigError(f"cannot resolve the config: {' '.join(str(exc).split()).split(' full_key:')[0]}") \
                 from None
     out = copy.deepcopy(dict(cfg))
