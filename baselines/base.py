@@ -409,7 +409,7 @@ class Adapter(abc.ABC):
             raise ValueError(f"{self.name}: unknown option(s) {unknown}; allowed: {allowed}")
         for key, value in options.items():  # the type of a typed default, named (not a TypeError deep in a fit)
             default = self.option_defaults[key]
-            if value is None or default is None:
+            if value is None or default is None or key in self.positive_int_options:  # those: "an integer >= 1"
                 continue
             if isinstance(default, bool) and not isinstance(value, bool):
                 raise ValueError(f"{self.name}: option {key} must be true or false, got {value!r}")
