@@ -25,6 +25,9 @@ weight the median is the midpoint of the two middle values (as
 ``numpy.median``): for every coordinate, ``lower`` is the smallest value
 whose cumulative weight reaches half the total and ``upper`` the smallest
 whose cumulative weight exceeds it, and the centre is (lower + upper) / 2.
+A cumulative weight within a few ulps per summand of half the total counts
+as equal to it, so uniform weights c (0.1, 1/3, ...) give the unweighted
+median as c = 1 does, whatever the rounding of their running sums.
 """
 
 from __future__ import annotations
@@ -34,6 +37,9 @@ import scipy.sparse as sp
 import torch
 
 __all__ = ["median_center"]
+
+_TIE_ULPS = 4.0
+"""Cumulative weights within 4 n ulps of half the total are a tie: uniform weights c stay the unweighted median."""
 
 _GROUP_ENTRIES = 2**21
 """Entries (rows x columns) of one group of columns handled at once: 16 MiB of float64."""
@@ -100,14 +106,23 @@ def _midpoint(lower, upper):
     return torch.where(lower == upper, lower, 0.5 * lower + 0.5 * upper)
 
 
+def _tie(total, count):
+    """Rounding allowance of a cumulative weight against half the total (``_TIE_ULPS`` ulps per summand)."""
+    return _TIE_ULPS * count * np.finfo(np.float64).eps * total
+
+
 def _weighted(cols, w):
     """Weighted median of each row of ``cols`` (g, n) with weights ``w`` (n,), all > 0."""
     vals, order = torch.sort(cols, dim=1)
     cum = torch.cumsum(w[order], dim=1)
-    half = (0.5 * cum[:, -1:]).contiguous()
+    total = cum[:, -1:]
+    half = 0.5 * total
+    tie = _tie(total, cols.shape[1])
     last = cols.shape[1] - 1
-    lo = torch.searchsorted(cum, half).clamp_(max=last)  # first cumulative weight >= half
-    hi = torch.searchsorted(cum, half, right=True).clamp_(max=last)  # first > half
+    # first cumulative weight reaching half, and first beyond it, a rounding error counting as a tie
+    # (weights 0.1 x 10 sum to 0.5 + 1 ulp at the fifth row: still the even split of repeated rows)
+    lo = torch.searchsorted(cum, (half - tie).contiguous()).clamp_(max=last)
+    hi = torch.searchsorted(cum, (half + tie).contiguous(), right=True).clamp_(max=last)
     return _midpoint(vals.gather(1, lo), vals.gather(1, hi)).squeeze(1)
 
 
@@ -135,8 +150,10 @@ def _sparse_median(X, sample_weight):
     cum = np.cumsum(wts)
     cum -= np.repeat(cum[start] - wts[start], np.diff(np.append(start, cols.size)))  # per column
     half = 0.5 * total
-    lower = _first_per_column(cols, cum >= half, d)
-    upper = _first_per_column(cols, cum > half, d)
+    # the global running sum rounds at the scale of all columns' weights (d totals): allow for that too
+    tie = _tie(total, cols.size + n)
+    lower = _first_per_column(cols, cum >= half - tie, d)
+    upper = _first_per_column(cols, cum > half + tie, d)
     return _midpoint(torch.from_numpy(vals[lower]), torch.from_numpy(vals[upper])).numpy()
 
 

@@ -95,6 +95,13 @@ def _check_kernel_range(Xt, sigma):
                          f"arithmetic (limit about {big:.3g}): sigma is far too small for the scale of X")
 
 
+#: What a fit sets from its solve; popped when the next fit starts, so a fit that fails (bad input,
+#: joker.solver.DivergedError) leaves no certificate, centre or model of an earlier fit behind.
+_FITTED = ("alpha_", "dual_alpha_", "coef_", "feature_map_", "X_center_", "cache_size_", "n_epochs_",
+           "block_size_", "converged_", "dual_", "dual_gap_", "dual_objective_", "fit_time_", "history_",
+           "intercept_", "kkt_residual_", "primal_", "sigma_", "solver_stats_", "step_duals_")
+
+
 class _JokerBase(BaseEstimator):
     """Shared parameters, validation and solve of the Joker estimators.
 
@@ -184,6 +191,10 @@ class _JokerBase(BaseEstimator):
     """
 
     _losses = {}
+
+    def __sklearn_is_fitted__(self):
+        """Fitted once a solve finished (``n_epochs_``): a fit that raised, e.g. DivergedError, leaves it unfitted."""
+        return "n_epochs_" in self.__dict__
 
     def __init__(self, loss, kernel="gaussian", sigma="median", lam=1.0, n_components=None,
                  block_size="auto", tol=DEFAULTS.tol, kkt_tol=DEFAULTS.kkt_tol,
@@ -292,10 +303,19 @@ class _JokerBase(BaseEstimator):
         ``center_weight``: those of the inputs' centre (the user's sample_weight,
         without class weights: the centre of repeated rows).
         """
-        t0 = time.perf_counter()
-        # nothing of an earlier fit survives (without n_epochs_ a fit that fails leaves the estimator unfitted)
-        for attr in ("alpha_", "dual_alpha_", "coef_", "feature_map_", "X_center_", "cache_size_", "n_epochs_"):
+        # nothing of an earlier fit survives, nor of this one if it fails (DivergedError, bad input)
+        for attr in _FITTED:
             self.__dict__.pop(attr, None)
+        try:
+            return self._solve_fitted(X, Y, loss, alpha0, scale, sample_weight, center_weight)
+        except BaseException:
+            for attr in _FITTED:
+                self.__dict__.pop(attr, None)
+            raise
+
+    def _solve_fitted(self, X, Y, loss, alpha0, scale, sample_weight, center_weight):
+        """The body of :meth:`_solve` (arguments as there)."""
+        t0 = time.perf_counter()
         options = self._solver_options()
         self.block_size_ = min(int(options.block_size), int(Y.shape[0]))
         lam = float(self.lam)

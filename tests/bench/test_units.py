@@ -151,8 +151,9 @@ def test_summary_line_and_table():
     assert "fit 12.04 s" + summary.CONTENDED_MARK in summary.format_line(busy)
     # a subset names its rows (a scaling sweep runs one data set at several n_train)
     assert " ijcnn1 " in line
-    for n, label in [(500, "ijcnn1/500"), (5000, "ijcnn1/5k"), (20000, "ijcnn1/20k"), (49990, "ijcnn1/50k"),
-                     (1_844_332, "ijcnn1/1.84M")]:
+    for n, label in [(500, "ijcnn1/500"), (5000, "ijcnn1/5k"), (20000, "ijcnn1/20k"), (49990, "ijcnn1/49.99k"),
+                     (50000, "ijcnn1/50k"), (999_999, "ijcnn1/1000k"), (1_844_332, "ijcnn1/1.844M"),
+                     (999_999_999, "ijcnn1/1000M")]:
         assert f" {label} " in summary.format_line({**s, "n_train": n})
 
 

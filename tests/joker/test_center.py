@@ -95,10 +95,17 @@ def test_a_kernel_not_psd_as_computed_raises_diverged(make):
     X[250:] += 1e10
     est = make()
     y = np.sin(X[:, 0] - np.where(np.arange(500) >= 250, 1e10, 0.0))
+    target = y if isinstance(est, JokerRegressor) else np.where(y > 0, 1, -1)
+    est.fit(X[:250], target[:250])  # one cluster: a fine fit, then the diverging one on the same estimator
+    assert est.converged_
     with pytest.raises(DivergedError, match="weak duality forbids"):
-        est.fit(X, y if isinstance(est, JokerRegressor) else np.where(y > 0, 1, -1))
+        est.fit(X, target)
     with pytest.raises(NotFittedError):
-        check_is_fitted(est, "alpha_")
+        check_is_fitted(est)
+    for attr in ("converged_", "dual_gap_", "X_center_", "alpha_", "history_"):  # nothing of the earlier fit
+        assert not hasattr(est, attr), attr
+    with pytest.raises(NotFittedError):
+        est.predict(X[:5])
 
 
 def test_the_callers_inputs_are_never_reordered():
@@ -111,3 +118,29 @@ def test_the_callers_inputs_are_never_reordered():
         np.testing.assert_array_equal(X, before)
     tiny = np.array([[5e-324], [5e-324], [1.0]])  # equal middle values stay exact (no 0.5 * subnormal)
     assert median_center(torch.from_numpy(tiny)).item() == 5e-324
+
+
+@pytest.mark.parametrize("c", [0.1, 0.3, 1 / 3, 0.7, 7.1])
+def test_uniform_weights_give_the_unweighted_median(c):
+    # running sums of c round near half the total: within a few ulps it is still the even split
+    rng = np.random.default_rng(int(10 * c))
+    for n in (2, 4, 10, 31):
+        X = rng.standard_normal((n, 5))
+        X[rng.random((n, 5)) < 0.4] = 0.0
+        w = np.full(n, c)
+        np.testing.assert_array_equal(median_center(torch.from_numpy(X), w).numpy(), np.median(X, 0))
+        np.testing.assert_array_equal(median_center(sp.csr_matrix(X), w).numpy(), np.median(X, 0))
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_uniform_weights_are_a_rescaled_lam_with_random_features(sparse):
+    # sum_i c loss_i + lam/2 ||f||^2 is c times the unweighted problem at lam / c: same centre, same features
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((400, 5)) + 1.0
+    y = np.sin(X[:, 0])
+    Xf = sp.csr_matrix(X) if sparse else X
+    kw = dict(sigma=2.0, n_components=256, random_state=0, tol=1e-12, kkt_tol=1e-10, max_epochs=500)
+    weighted = JokerRegressor(lam=0.1, **kw).fit(Xf, y, sample_weight=np.full(400, 0.1))
+    plain = JokerRegressor(lam=1.0, **kw).fit(Xf, y)
+    np.testing.assert_array_equal(weighted.X_center_.numpy(), plain.X_center_.numpy())
+    np.testing.assert_allclose(weighted.predict(X[:50]), plain.predict(X[:50]), atol=1e-7)

@@ -29,12 +29,13 @@ def _fmt_metric(name: str | None, value: Any) -> str:
 
 
 def _rows(n: Any) -> str:
-    """Training rows in short: 500, 5k, 20k, 1.5M (exact below 1,000 and for round thousands)."""
+    """Training rows in short, four significant digits: 500, 5k, 20k, 49.99k, 1.844M, 999.9k, 1000M."""
     n = int(n)
-    if n >= 1_000_000:
-        return f"{n / 1e6:.3g}M"
-    if n >= 1000:
-        return f"{n // 1000}k" if n % 1000 == 0 else f"{n / 1e3:.3g}k"
+    for unit, size in (("M", 1_000_000), ("k", 1000)):
+        if n >= size:
+            v = n / size
+            text = f"{v:.4g}" if v < 1000 else f"{v:.0f}"  # .4g of 999.96 would read 1000, not 1e+03
+            return f"{text}{unit}"
     return str(n)
 
 
