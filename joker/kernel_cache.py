@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .kernels import _gaussian_cancels, kernel_block
+from .kernels import _gaussian_cancels, has_far_rows, kernel_block
 from .sparse import is_sparse
 
 try:  # pragma: no branch
@@ -142,7 +142,8 @@ class KernelRowCache:
         self.clock = 0
         self.protect_from = 0  # rows last used at this clock or later are kept by add_product (begin_epoch)
         self._aug_cols = self._scratch = None  # Gaussian rows by one GEMM (_row_chunks), made on first use
-        self._one_gemm = kernel == "gaussian" and not is_sparse(X) and not (
+        self._far = has_far_rows(sq, self.sigma)  # rows computed from differences (kernels.far_threshold)
+        self._one_gemm = kernel == "gaussian" and not is_sparse(X) and not self._far and not (
             X.dtype != torch.float64 and _gaussian_cancels(X, X, sq, sq, self.sigma))
         self._epoch_start = 0
         self.hits = self.misses = 0
@@ -241,9 +242,9 @@ class KernelRowCache:
                 torch.mm(torch.cat([a[:, :-2], a[:, -1:], a[:, -2:-1]], 1), self._aug_cols.T, out=out)
                 out.clamp_(max=0.0).exp_()
             elif is_sparse(self.X):  # the sparse rows go first (sparse-dense product), then transposed
-                out = kernel_block(self.X, self.X[r], self.kernel, self.sigma, self.sq, self.sq[r]).T
+                out = kernel_block(self.X, self.X[r], self.kernel, self.sigma, self.sq, self.sq[r], far=self._far).T
             else:
-                out = kernel_block(self.X[r], self.X, self.kernel, self.sigma, self.sq[r], self.sq)
+                out = kernel_block(self.X[r], self.X, self.kernel, self.sigma, self.sq[r], self.sq, far=self._far)
             if self.offset:
                 out += self.offset
             yield j, out

@@ -25,7 +25,7 @@ from .kernel_names import KERNELS
 from .sparse import SparseRows, sq_norms
 
 __all__ = ["KERNELS", "sq_dists", "kernel_block", "kernel_matmul", "gaussian_factors", "median_sigma",
-           "check_kernel"]
+           "check_kernel", "far_threshold", "has_far_rows"]
 
 
 def check_kernel(kernel, sigma):
@@ -79,7 +79,77 @@ def _gaussian_cancels(X, Z, X_sq, Z_sq, sigma):
     return torch.finfo(X.dtype).eps * big * 0.5 / (sigma * sigma) > _CANCEL_LIMIT
 
 
-def kernel_block(X, Z, kernel, sigma, X_sq=None, Z_sq=None, cancels=None):
+_FAR_LIMIT = 1e-10
+"""Largest eps * ||x||^2 / (2 sigma^2) of a row whose expanded distances are kept (:func:`far_threshold`)."""
+
+
+def far_threshold(sigma, dtype=torch.float64):
+    """Squared norm above which a row's expanded distances err by more than ``_FAR_LIMIT`` in the exponent.
+
+    The expansion ||x||^2 + ||z||^2 - 2 x.z errs by about eps (||x||^2 +
+    ||z||^2); divided by 2 sigma^2 that is the error of the Gaussian
+    exponent. In float64 the threshold is ||x|| near 9,500 sigma: such a
+    row's kernel entries against the bulk vanish anyway, but against rows
+    near it (a value code such as 1e8 shared by several rows, two clusters
+    far apart) they do not, and rounded they make the kernel matrix
+    indefinite. Those rows are computed from differences instead
+    (:func:`kernel_block`).
+
+    Parameters
+    ----------
+    sigma : float
+        The bandwidth, in the units of the rows.
+    dtype : torch.dtype
+        The dtype the distances are computed in.
+
+    Returns
+    -------
+    float
+    """
+    return _FAR_LIMIT * 2.0 * float(sigma) ** 2 / torch.finfo(dtype).eps
+
+
+def has_far_rows(sq, sigma, dtype=torch.float64):
+    """Whether some squared norm of ``sq`` (tensor of shape (n,)) exceeds :func:`far_threshold` (one host read)."""
+    return bool(sq.numel()) and float(sq.max()) > far_threshold(sigma, dtype)
+
+
+_FAR_CHUNK_BYTES = 16 * 2**20
+"""Dense float64 rows of a (sparse) X formed at once when far rows are recomputed."""
+
+
+def _dense_rows(X, idx):
+    """Rows ``idx`` (long tensor) of a dense, :class:`joker.sparse.SparseRows` or torch CSR X, dense float64."""
+    if isinstance(X, SparseRows):
+        return X.rows(idx).double()
+    if X.layout == torch.sparse_csr:
+        crow = X.crow_indices()
+        return SparseRows(crow, X.col_indices(), X.values(), tuple(X.shape)).rows(idx).double()
+    return X[idx].double()
+
+
+def _fix_far(D, X, Z, X_sq, Z_sq, sigma):
+    """Recompute in place the rows and columns of D (squared distances) that belong to far rows of X or Z."""
+    thr = far_threshold(sigma, D.dtype)
+    fx = torch.nonzero(X_sq > thr).ravel()
+    fz = torch.nonzero(Z_sq > thr).ravel()
+    if fx.numel() == 0 and fz.numel() == 0:
+        return D
+    direct = "donot_use_mm_for_euclid_dist"  # differences, not the expansion
+    Z64 = Z.double()
+    step = max(1, _FAR_CHUNK_BYTES // (8 * max(1, X.shape[1])))  # dense float64 rows of X at a time
+    for i in range(0, fx.numel(), step):
+        rows = fx[i:i + step]
+        D[rows] = torch.cdist(_dense_rows(X, rows), Z64, compute_mode=direct).square_().to(D.dtype)
+    if fz.numel():
+        Zf = Z64[fz]
+        for i in range(0, X.shape[0], step):
+            rows = torch.arange(i, min(i + step, X.shape[0]), device=fz.device)
+            D[i:i + step, fz] = torch.cdist(_dense_rows(X, rows), Zf, compute_mode=direct).square_().to(D.dtype)
+    return D
+
+
+def kernel_block(X, Z, kernel, sigma, X_sq=None, Z_sq=None, cancels=None, far=None):
     """Kernel matrix block ``K[i, j] = k(X[i], Z[j])``.
 
     Parameters
@@ -95,6 +165,11 @@ def kernel_block(X, Z, kernel, sigma, X_sq=None, Z_sq=None, cancels=None):
         (see Notes), decided once by the caller for every block of a data
         set (e.g. from its largest row norm), so that a block costs no host
         read; None: decided from these rows (one host read each of X and Z).
+    far : bool or None
+        Whether some row of the data set lies beyond :func:`far_threshold`
+        (decided once by the caller, e.g. :func:`has_far_rows` on all its
+        rows); None: decided from these rows. When true, the distances of
+        the rows beyond it are recomputed from differences (see Notes).
 
     Returns
     -------
@@ -110,17 +185,29 @@ def kernel_block(X, Z, kernel, sigma, X_sq=None, Z_sq=None, cancels=None):
     near 0: k(x, x) = 0.993 instead of 1 in float32) and for the Gaussian
     kernel when eps max ||x||^2 / (2 sigma^2) > 1e-4 (rows of norm 100 at
     sigma = 0.1 gave k(x, x) = 0.93 in float32); the block is returned in
-    the dtype of X.
+    the dtype of X. Rows whose squared norm exceeds :func:`far_threshold`
+    (even in float64: 20 rows sharing the value 1e8 in one feature, or two
+    clusters 1e10 apart, made the kernel matrix indefinite) get their
+    distances from differences (``torch.cdist`` without the matrix
+    product), at O(d) per entry of their rows and columns only.
     """
     low = X.dtype in (torch.float16, torch.bfloat16, torch.float32)
     if cancels is None:
         cancels = low and kernel == "gaussian" and _gaussian_cancels(X, Z, X_sq, Z_sq, sigma)
     if low and (kernel == "laplacian" or cancels):
         D = sq_dists(X.double(), Z.double())
+        if far is None or far:
+            D = _fix_far(D, X, Z, sq_norms(X).double(), (Z.double() ** 2).sum(1), sigma)
         if kernel == "gaussian":
             return D.mul_(-0.5 / (sigma * sigma)).exp_().to(X.dtype)
         return D.sqrt_().mul_(-1.0 / sigma).exp_().to(X.dtype)
+    if X_sq is None:
+        X_sq = sq_norms(X)
+    if Z_sq is None:
+        Z_sq = (Z * Z).sum(1)
     D = sq_dists(X, Z, X_sq, Z_sq)
+    if (far is None or far) and D.dtype == torch.float64:  # (in a low precision no row is that far unless
+        D = _fix_far(D, X, Z, X_sq, Z_sq, sigma)          # ``cancels``, which took the float64 path above)
     if kernel == "gaussian":
         return D.mul_(-0.5 / (sigma * sigma)).exp_()
     if kernel == "laplacian":
@@ -157,7 +244,7 @@ def gaussian_factors(X_sq, sigma):
 
 
 def kernel_matmul(X, Z, A, kernel, sigma, X_sq=None, Z_sq=None, max_entries=2**20, X_fac=None, Z_fac=None,
-                  cancels=None):
+                  cancels=None, far=None):
     """``K(X, Z) @ A`` without forming K(X, Z) whole.
 
     Row chunks of at most ``max_entries`` kernel entries (4 MiB in float32
@@ -189,8 +276,9 @@ def kernel_matmul(X, Z, A, kernel, sigma, X_sq=None, Z_sq=None, max_entries=2**2
     X_fac, Z_fac : tensors of shape (n,) and (m,), optional
         Precomputed :func:`gaussian_factors` of X and Z (both, or neither);
         giving them skips the norm check and the exponentials of the rows.
-    cancels : bool or None
-        Passed to :func:`kernel_block` for the chunks it forms.
+    cancels, far : bool or None
+        Passed to :func:`kernel_block` for the chunks it forms (None for
+        ``far``: decided here once from X_sq and Z_sq).
 
     Returns
     -------
@@ -215,6 +303,8 @@ def kernel_matmul(X, Z, A, kernel, sigma, X_sq=None, Z_sq=None, max_entries=2**2
             E = torch.mm(X[i:i + step], Zt).exp_()
             torch.mm(E, cA, out=out[i:i + step])
         return out.mul_(X_fac[:, None])
+    if far is None:  # once for every chunk (a far row also keeps the factored path above off)
+        far = has_far_rows(X_sq, sigma) or has_far_rows(Z_sq, sigma)
     for i in range(0, n, step):
-        out[i:i + step] = kernel_block(X[i:i + step], Z, kernel, sigma, X_sq[i:i + step], Z_sq, cancels) @ A
+        out[i:i + step] = kernel_block(X[i:i + step], Z, kernel, sigma, X_sq[i:i + step], Z_sq, cancels, far) @ A
     return out

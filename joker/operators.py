@@ -20,7 +20,7 @@ import torch
 from . import fast_cos
 from .intraop import one_thread
 from .kernel_cache import KernelRowCache
-from .kernels import _gaussian_cancels, gaussian_factors, kernel_block, kernel_matmul
+from .kernels import _gaussian_cancels, gaussian_factors, has_far_rows, kernel_block, kernel_matmul
 from .sparse import is_sparse, sq_norms
 
 __all__ = ["ExactKernelOperator", "RFFOperator"]
@@ -43,7 +43,7 @@ class _ExactBlock:
         if self._K is None:
             XB = self.op.X[self.B]
             sq = self.op.sq[self.B]
-            self._K = kernel_block(XB, XB, self.op.kernel, self.op.sigma, sq, sq, self.op.cancels)
+            self._K = kernel_block(XB, XB, self.op.kernel, self.op.sigma, sq, sq, self.op.cancels, self.op.far)
             if self.op.offset:
                 self._K += self.op.offset
         return self._K
@@ -107,6 +107,9 @@ class ExactKernelOperator:
         # norm for every block: a block then costs no host read
         self.cancels = (kernel == "gaussian" and X.dtype != torch.float64 and X.shape[0] > 0
                         and _gaussian_cancels(X, X, self.sq, self.sq, self.sigma))
+        # rows whose expanded distances cancel even in float64 (kernels.far_threshold): computed from
+        # differences; decided once, so that a block of an ordinary data set costs no host read
+        self.far = has_far_rows(self.sq, self.sigma)
         # f accumulates in float64 even when the kernel is float32: the updates
         # then add no drift of their own, so f stays as exact as a fresh
         # float32 pass and no refresh pass is needed before a certificate.
@@ -121,7 +124,7 @@ class ExactKernelOperator:
         fac = self.fac
         out = kernel_matmul(rows_X, self.X[cols], A, self.kernel, self.sigma, rows_sq, self.sq[cols],
                             max_entries=self.max_entries, X_fac=fac, Z_fac=None if fac is None else fac[cols],
-                            cancels=self.cancels)
+                            cancels=self.cancels, far=self.far)
         return out + self.offset * A.sum(0) if self.offset else out
 
     def reset(self, alpha):

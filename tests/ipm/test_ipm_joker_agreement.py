@@ -27,7 +27,7 @@ def fits(data):
     ipm = LowRankIPMClassifier(lam=LAM, sigma=SIGMA, n_components=K, fit_intercept=False, tol=1e-12,
                                random_state=0).fit(X, y)
     jokers = {tol: JokerClassifier(loss="hinge", sigma=SIGMA, lam=LAM, n_components=K, tol=tol, max_epochs=20000,
-                                   random_state=0).fit(X, y) for tol in (1e-8, 1e-9)}
+                                   random_state=0).fit(X, y) for tol in (1e-8, 1e-10)}
     return X_test, ipm, jokers
 
 
@@ -57,10 +57,11 @@ def test_decision_functions_within_certified_bound(fits):
 
 
 def test_decision_functions_agree_to_1e6(fits):
-    # Measured on this problem: Joker at a 7.3e-9 gap is 6.5e-6 (max) / 1.2e-6 (relative 2-norm) from
-    # the IPM optimum (gap 7e-14); at a 8.9e-10 gap 7.3e-7 / 1.3e-7.
+    # Measured on this problem (features centred at the median, 2026-12-04): Joker at a 9.7e-9 gap is
+    # 1.1e-5 (max) / 1.6e-6 (relative 2-norm) from the IPM optimum (gap < 1e-12); at 8.5e-10 1.05e-6 /
+    # 1.6e-7; at 9.8e-11 9.6e-8 / 1.5e-8 (the error falls as sqrt(gap), module docstring).
     X_test, ipm, jokers = fits
     f_ipm = ipm.decision_function(X_test)
     f8 = jokers[1e-8].decision_function(X_test)
     assert np.linalg.norm(f8 - f_ipm) / np.linalg.norm(f_ipm) <= 2e-6
-    assert np.abs(jokers[1e-9].decision_function(X_test) - f_ipm).max() <= 1e-6
+    assert np.abs(jokers[1e-10].decision_function(X_test) - f_ipm).max() <= 1e-6
