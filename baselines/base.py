@@ -30,6 +30,7 @@ import importlib.util
 import math
 import numbers
 from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -305,6 +306,9 @@ class Adapter(abc.ABC):
     #: Options that must be integers >= 1 (checked in ``__init__``: a plan cap of 0 or -1 would
     #: otherwise be read as "every n is large" or give a silent 1-centre model).
     positive_int_options: ClassVar[tuple[str, ...]] = ()
+    #: The type of an option whose default is None (the others take their default's type): "int",
+    #: "number", "bool", "str" or "dict". A value of another type is a ValueError naming the option.
+    option_kinds: ClassVar[dict[str, str]] = {}
     #: Convergence signal name reported by :meth:`convergence`.
     signal: ClassVar[str] = ""
     #: Whether :meth:`fit` compares the training error with the trivial predictor.
@@ -407,15 +411,9 @@ class Adapter(abc.ABC):
         if unknown:
             allowed = ", ".join(sorted(self.option_defaults)) or "none"
             raise ValueError(f"{self.name}: unknown option(s) {unknown}; allowed: {allowed}")
-        for key, value in options.items():  # the type of a typed default, named (not a TypeError deep in a fit)
-            default = self.option_defaults[key]
-            if value is None or default is None or key in self.positive_int_options:  # those: "an integer >= 1"
-                continue
-            if isinstance(default, bool) and not isinstance(value, bool):
-                raise ValueError(f"{self.name}: option {key} must be true or false, got {value!r}")
-            if isinstance(default, numbers.Real) and not isinstance(default, bool) \
-                    and (isinstance(value, bool) or not isinstance(value, numbers.Real)):
-                raise ValueError(f"{self.name}: option {key} must be a number (default {default!r}), got {value!r}")
+        for key, value in options.items():  # the type of each option, named (not a TypeError deep in a fit)
+            if value is not None and key not in self.positive_int_options:  # those: "an integer >= 1" below
+                _check_option_type(self.name, key, value, self.option_defaults[key], self.option_kinds.get(key))
         self.task, self.loss, self.kernel = task, loss, kernel
         self.seed, self.dtype, self.n_threads = int(seed), dtype, int(n_threads)
         self.device, self._device = str(parsed), parsed
@@ -919,6 +917,36 @@ class Adapter(abc.ABC):
         self._fitted = False
         self._diverged_reason = reason
         raise DivergedError(f"{self.name} ({self.dtype}): {reason}")
+
+
+def _option_kind(default: Any, kind: str | None) -> str | None:
+    """The kind of an option: given (``option_kinds``) or its default's ("bool", "int", "number"; None: any)."""
+    if kind is not None or default is None:
+        return kind
+    if isinstance(default, (bool, np.bool_)):
+        return "bool"
+    if isinstance(default, numbers.Integral):
+        return "int"
+    return "number" if isinstance(default, numbers.Real) else None
+
+
+def _check_option_type(name: str, key: str, value: Any, default: Any, kind: str | None) -> None:
+    """Raise ValueError, naming ``key``, when ``value`` is not of the option's kind (:func:`_option_kind`).
+
+    "int" takes integers and integral floats (Hydra reads ``1e3`` as 1000.0) but not 2.5; "number" any
+    real but a bool; "bool" a bool (numpy's too), never the string "no" (which reads as true).
+    """
+    kind = _option_kind(default, kind)
+    is_bool = isinstance(value, (bool, np.bool_))
+    ok = {"bool": is_bool,
+          "int": not is_bool and isinstance(value, numbers.Real) and float(value).is_integer(),
+          "number": not is_bool and isinstance(value, numbers.Real),
+          "str": isinstance(value, str), "dict": isinstance(value, Mapping)}.get(kind, True)
+    if not ok:
+        what = {"bool": "true or false", "int": "an integer", "number": "a number", "str": "a string",
+                "dict": "a mapping"}[kind]
+        shown = "" if default is None else f" (default {default!r})"
+        raise ValueError(f"{name}: option {key} must be {what}{shown}, got {value!r}")
 
 
 def positive_float(label: str, value: Any) -> float:

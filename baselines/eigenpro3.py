@@ -260,6 +260,7 @@ class EigenPro3Adapter(EpochAdapter):
                        "preconditioner_level": 500, "max_batch": 8192, "time_target_s": None, "plateau_rtol": 1e-3,
                        "check_divergence": True}
     positive_int_options = ("max_centers", "epochs", "n_nystrom", "preconditioner_level", "max_batch")
+    option_kinds = {"n_centers": "int", "time_target_s": "number"}
     signal = "training error per epoch"
     uses_lam = False  # no regulariser: early stopping by epochs
     check_divergence = True

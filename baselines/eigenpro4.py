@@ -367,6 +367,7 @@ class EigenPro4Adapter(EpochAdapter):
                        "data_level": 150, "n_nystrom_model": 3000, "model_level": 150, "max_critical_ratio": 0.5, "time_target_s": None, "plateau_rtol": 1e-3,
                        "check_divergence": True}
     positive_int_options = ("max_centers", "epochs", "n_nystrom_data", "data_level", "n_nystrom_model", "model_level")
+    option_kinds = {"n_centers": "int", "time_target_s": "number"}
     signal = "training error per epoch"
     uses_lam = False  # no regulariser: early stopping by epochs
     check_divergence = True

@@ -145,6 +145,7 @@ class FalkonFamily(Adapter):
         "check_divergence": True,
         "time_target_s": None,
     }
+    option_kinds = {"M": "int", "keops": "str", "time_target_s": "number"}
 
     def _plan(self, budget: Budget, n: int, d: int) -> dict[str, Any]:
         if self.on_gpu:

@@ -80,6 +80,7 @@ class IPMLowRankAdapter(Adapter):
     devices = ("cpu", "cuda")
     option_defaults = {"n_components": None, "max_components": 1024, "factor": "rff", "fit_intercept": False,
                        "tol": "auto", "max_iter": 200, "max_time": None, "time_target_s": None}
+    option_kinds = {"n_components": "int", "max_time": "number", "time_target_s": "number"}
     signal = "relative duality gap of the IPM (with its relative residuals)"
 
     def _plan(self, budget: Budget, n: int, d: int) -> dict[str, Any]:

@@ -143,6 +143,8 @@ class JokerAdapter(Adapter):
                                       "odm_theta": None, "odm_upsilon": None, "solver_options": None,
                                       "fit_intercept": False, "intercept_scaling": 1.0}
     signal = "relative duality gap (with the KKT residual)"
+    option_kinds = {"block_size": "int", "odm_theta": "number", "odm_upsilon": "number", "solver_options": "dict",
+                    "cache_size": "number", "n_components": "int", "max_time": "number", "kkt_tol": "number"}
 
     def _cap(self, option: str) -> int:
         """The device's cap: ``gpu_<option>`` on a GPU, ``<option>`` on the CPU."""

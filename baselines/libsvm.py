@@ -58,6 +58,7 @@ class LibSVMAdapter(Adapter):
     distribution = "scikit-learn"
     losses = {"regression": ("epsilon_insensitive",), "binary": ("hinge",), "multiclass": ("hinge",)}
     option_defaults = {"epsilon": 0.1, "tol": 1e-3, "max_iter": -1, "cache_size_mib": None, "shrinking": None}
+    option_kinds = {"cache_size_mib": "number", "shrinking": "bool"}
     signal = "LIBSVM iterations (n_iter_) and exit state"
 
     def _work(self, n: int, d: int, plan: dict[str, Any]) -> tuple[float, str]:

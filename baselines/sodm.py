@@ -112,6 +112,9 @@ class SODMAdapter(Adapter):
         "solver_options": None, "block_size": None, "cache_size": None, "max_block_size": 256, "n_components": None,
         "max_components": 4096, "rff_fallback": True,
     }
+    option_kinds = {"n_jobs": "int", "scheduler": "str", "kkt_tol": "number", "max_time": "number",
+                    "odm_theta": "number", "odm_upsilon": "number", "solver_options": "dict", "block_size": "int",
+                    "cache_size": "number", "n_components": "int"}
 
     def _jobs(self) -> int:
         jobs = self.options["n_jobs"]

@@ -94,6 +94,7 @@ class ThunderSVMAdapter(Adapter):
     distribution = "thundersvm-cpu"
     losses = {"regression": ("epsilon_insensitive",), "binary": ("hinge",)}
     option_defaults = {"epsilon": 0.1, "tol": 1e-3, "max_iter": -1, "max_mem_size_mib": None}
+    option_kinds = {"max_mem_size_mib": "number"}
     signal = "ThunderSVM SMO maximal KKT violation (diff) and exit state"
 
     @classmethod

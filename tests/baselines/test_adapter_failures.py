@@ -205,14 +205,27 @@ def test_bad_construction_is_a_clear_error(method):
             cls(**{**ok, field: value})
     with pytest.raises(ValueError, match="unknown option"):
         cls(**ok, not_an_option=1)
-    # every option with a numeric (or boolean) default refuses a value of another type, naming the option
+    # every option with a numeric or boolean default or kind refuses a value of another type, naming the option
+    from baselines.base import _option_kind
+
     for key, default in cls.option_defaults.items():
-        if isinstance(default, bool):
-            with pytest.raises(ValueError, match=f"option {key} must be true or false, got 'yes'"):
-                cls(**ok, **{key: "yes"})
-        elif isinstance(default, (int, float)):
+        kind = _option_kind(default, cls.option_kinds.get(key))
+        if kind == "bool":
+            for bad in ("yes", "no", 1):  # "no" must never read as true
+                with pytest.raises(ValueError, match=f"option {key} must be true or false"):
+                    cls(**ok, **{key: bad})
+        elif kind in ("int", "number"):
             with pytest.raises(ValueError, match=f"option {key} must be (a number|an integer)"):
                 cls(**ok, **{key: "abc"})
+        if kind == "int":
+            with pytest.raises(ValueError, match=f"option {key} must be (an integer)"):
+                cls(**ok, **{key: 2.5})
+        elif kind == "dict":
+            with pytest.raises(ValueError, match=f"option {key} must be a mapping"):
+                cls(**ok, **{key: "abc"})
+    # every option whose default is None has a declared kind (else nothing checks it)
+    untyped = [k for k, v in cls.option_defaults.items() if v is None and k not in cls.option_kinds]
+    assert untyped == [], untyped
 
 
 def test_wrong_feature_count_at_predict(tiny):
