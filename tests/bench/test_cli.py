@@ -165,8 +165,11 @@ def test_ctrl_c_marks_the_parent_killed_and_keeps_finished_trials(tmp_path, sign
     sweep_dir = tmp_path / "multirun"
     cmd = conftest.bench_command(["--config-name", "failures", "method=_test_ok,_test_sleep",
                          "timeout_s=60", f"launcher={launcher}"], sweep_dir, test_conf=True)
+    # SIGINT's default restored in the sweep: a shell without job control starts `cmd &` with SIGINT ignored,
+    # Python then keeps it ignored, and this test (not the harness) failed when the suite ran in the background
     proc = subprocess.Popen(cmd, cwd=str(conftest.REPO), env=conftest.bench_env(tmp_path), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         # the first trial is recorded, the second (sleeping 120 s) has started
         assert _wait_for(sweep_dir / ".joker_bench" / "done" / "0.json", 240, proc), proc.stdout.read()
