@@ -192,3 +192,22 @@ def test_uniform_weights_are_a_rescaled_lam_with_random_features(sparse):
     plain = JokerRegressor(lam=1.0, **kw).fit(Xf, y)
     np.testing.assert_array_equal(weighted.X_center_.numpy(), plain.X_center_.numpy())
     np.testing.assert_allclose(weighted.predict(X[:50]), plain.predict(X[:50]), atol=1e-7)
+
+
+def test_float32_warns_when_rows_far_from_the_centre_lose_their_mutual_distances():
+    # two clusters 1e10 apart in float32: the cast after centring rounds every coordinate by ~600 sigma
+    import warnings
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((200, 3))
+    y = np.sin(X[:, 1])
+    one = X.copy()
+    one[0] = 1e10  # a single far row: harmless, no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        JokerRegressor(sigma=1.0, lam=1.0, dtype="float32").fit(one, y)
+    two = X.copy()
+    two[:100] += 1e10
+    for kw in ({}, {"n_components": 64}):
+        with pytest.warns(UserWarning, match="200 rows lie more than .* sigma from the inputs' centre"):
+            JokerRegressor(sigma=1.0, lam=1.0, dtype="float32", **kw).fit(two, y)
