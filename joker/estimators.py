@@ -31,7 +31,7 @@ from .kernels import KERNELS, kernel_matmul
 from .losses import CLASSIFICATION_LOSSES, REGRESSION_LOSSES, make_loss
 from .operators import ExactKernelOperator, RFFOperator
 from .sample_weight import check_sample_weight, class_weights, row_weights
-from .sparse import abs_max, is_sparse
+from .sparse import abs_max, is_sparse, row_abs_max
 from .solver import DEFAULTS, SolverOptions, auto_block_size, dbcd_tr, warn_not_converged
 from .target_scale import target_scale, unscale
 
@@ -114,9 +114,7 @@ def _warn_rounded_rows(Xt, sigma):
     far = float(ROUNDING_LIMIT * sigma / torch.finfo(Xt.dtype).eps)
     if not abs_max(Xt) > far:
         return
-    dense = Xt.to_dense() if torch.is_tensor(Xt) and Xt.layout != torch.strided else \
-        (Xt.rows(torch.arange(Xt.shape[0])) if is_sparse(Xt) else Xt)
-    count = int((dense.abs().amax(1) > far).sum())
+    count = int((row_abs_max(Xt) > far).sum())  # sparse rows stay sparse
     if count >= 2:
         warnings.warn(f"{count} rows lie more than {far:.3g} sigma from the inputs' centre, where {Xt.dtype} "
                       f"rounds their coordinates by more than {ROUNDING_LIMIT:g} sigma: kernel values among "

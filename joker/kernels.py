@@ -110,7 +110,21 @@ def far_threshold(sigma, dtype=torch.float64):
 
 
 def has_far_rows(sq, sigma, dtype=torch.float64):
-    """Whether some squared norm of ``sq`` (tensor of shape (n,)) exceeds :func:`far_threshold` (one host read)."""
+    """Whether some squared norm of ``sq`` exceeds :func:`far_threshold` (one host read).
+
+    Parameters
+    ----------
+    sq : tensor of shape (n,)
+        Squared row norms, in the units of ``sigma``.
+    sigma : float
+        The bandwidth.
+    dtype : torch.dtype
+        The dtype the distances are computed in.
+
+    Returns
+    -------
+    bool
+    """
     return bool(sq.numel()) and float(sq.max()) > far_threshold(sigma, dtype)
 
 

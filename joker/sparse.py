@@ -175,3 +175,22 @@ def abs_max(X):
     """max |x_ij| of a dense tensor or :class:`SparseRows` (0.0 when empty)."""
     vals = X.data if isinstance(X, SparseRows) else X
     return float(vals.abs().max()) if vals.numel() else 0.0
+
+
+def row_abs_max(X):
+    """max_j |x_ij| of every row of a dense tensor, a torch CSR tensor or :class:`SparseRows`, never densified.
+
+    Returns
+    -------
+    tensor of shape (n,), X's dtype and device (0 for an empty row)
+    """
+    if isinstance(X, SparseRows):
+        crow, val = X.indptr, X.data
+    elif torch.is_tensor(X) and X.layout == torch.sparse_csr:
+        crow, val = X.crow_indices(), X.values()
+    else:
+        return X.abs().amax(1) if X.shape[1] else torch.zeros(X.shape[0], dtype=X.dtype, device=X.device)
+    n = crow.shape[0] - 1
+    row = torch.repeat_interleave(torch.arange(n, device=val.device), crow[1:] - crow[:-1])
+    out = torch.zeros(n, dtype=val.dtype, device=val.device)
+    return out.scatter_reduce_(0, row, val.abs(), reduce="amax", include_self=True)

@@ -211,3 +211,17 @@ def test_float32_warns_when_rows_far_from_the_centre_lose_their_mutual_distances
     for kw in ({}, {"n_components": 64}):
         with pytest.warns(UserWarning, match="200 rows lie more than .* sigma from the inputs' centre"):
             JokerRegressor(sigma=1.0, lam=1.0, dtype="float32", **kw).fit(two, y)
+
+
+def test_row_abs_max_of_sparse_rows_equals_the_dense_one():
+    from joker.sparse import SparseRows, row_abs_max
+
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((30, 7))
+    X[rng.random(X.shape) < 0.6] = 0.0
+    X[5] = 0.0  # an empty row
+    ref = np.abs(X).max(1)
+    rows = SparseRows.from_scipy(sp.csr_matrix(X), torch.float64, "cpu")
+    np.testing.assert_array_equal(row_abs_max(rows).numpy(), ref)
+    np.testing.assert_array_equal(row_abs_max(rows.csr()).numpy(), ref)
+    np.testing.assert_array_equal(row_abs_max(torch.from_numpy(X)).numpy(), ref)

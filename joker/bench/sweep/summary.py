@@ -40,7 +40,17 @@ def _rows(n: Any) -> str:
 
 
 def dataset_label(s: dict[str, Any]) -> str:
-    """``hepc`` for a data set's whole training split, ``hepc/20k`` for its first ``n_train`` rows."""
+    """``hepc`` for a data set's whole training split, ``hepc/20k`` for its first ``n_train`` rows.
+
+    Parameters
+    ----------
+    s : dict
+        A trial summary (keys ``dataset`` and, for a subset, ``n_train``).
+
+    Returns
+    -------
+    str
+    """
     name = str(s.get("dataset", "?"))
     return f"{name}/{_rows(s['n_train'])}" if s.get("n_train") else name
 
