@@ -794,6 +794,36 @@ class Adapter(abc.ABC):
             info.setdefault("diverged", False)
         return info
 
+    # ------------------------------------------------------------------ anytime checkpoints
+
+    #: Set by the harness before :meth:`fit` (``None``: checkpoints cost nothing). Called as
+    #: ``checkpoint_hook(decision, progress)`` at each checkpoint an adapter reports.
+    checkpoint_hook: Any = None
+
+    def _checkpoint(self, decision: Any, **progress: Any) -> None:
+        """Report an anytime point of the running fit (issue 42: metric-against-time curves).
+
+        An iterative adapter calls this from its fit loop at its natural checkpoints (Joker:
+        each certificate; Falkon: its ``error_fn`` every few CG iterations; EigenPro: each
+        epoch; the IPM: each Newton step). When the harness installed :attr:`checkpoint_hook`,
+        the hook scores ``decision`` on the test rows with the fit's clock paused, so that the
+        evaluation is not counted as fit time; otherwise this does nothing.
+
+        Parameters
+        ----------
+        decision : callable
+            ``decision(X) -> ndarray`` of shape (n_samples,) or (n_samples, n_classes): the
+            current model's raw scores on ``X`` (float array of shape (n_samples, n_features),
+            in the adapter's working dtype), exactly as :meth:`_decision` would give them for
+            the model as it stands at this point of the fit.
+        **progress
+            Scalars of the method's own progress measure (``iteration``, ``epoch``,
+            ``gap``, ``residual``, ...), recorded beside the metric.
+        """
+        hook = self.checkpoint_hook
+        if hook is not None:
+            hook(decision, dict(progress))
+
     # ------------------------------------------------------------------ hooks
 
     @abc.abstractmethod
