@@ -6,11 +6,11 @@ lazily so that ``import joker`` stays fast (torch loads on first use).
 """
 
 __version__ = "0.1.0"
-__all__ = ["JokerRegressor", "JokerClassifier", "ConvergenceWarning", "DivergedError", "__version__"]
+__all__ = ["JokerRegressor", "JokerClassifier", "ConvergenceWarning", "TrivialModelWarning", "DivergedError", "__version__"]
 
 
 def __getattr__(name):
-    if name in ("JokerRegressor", "JokerClassifier", "ConvergenceWarning"):
+    if name in ("JokerRegressor", "JokerClassifier", "ConvergenceWarning", "TrivialModelWarning"):
         from . import estimators
 
         return getattr(estimators, name)

@@ -34,12 +34,28 @@ from .sample_weight import check_sample_weight, class_weights, row_weights
 from .sparse import abs_max, is_sparse, row_abs_max
 from .solver import DEFAULTS, SolverOptions, auto_block_size, dbcd_tr, warn_not_converged
 from .target_scale import target_scale, unscale
+from .trivial import trivial_reason
 
-__all__ = ["JokerRegressor", "JokerClassifier", "ConvergenceWarning"]
+__all__ = ["JokerRegressor", "JokerClassifier", "ConvergenceWarning", "TrivialModelWarning"]
 
 
 class ConvergenceWarning(_SkConvergenceWarning):
     """Joker stopped (max_epochs / max_time) before its certificate met ``tol``."""
+
+
+class TrivialModelWarning(UserWarning):
+    """The fitted model is no better than the trivial predictor on (a sample of) its training rows.
+
+    Its decision function is numerically constant, or no better than the
+    mean (regression) or the majority class (classification); the rules are
+    :func:`joker.trivial.trivial_reason`'s. Typical cause: a bandwidth far
+    larger than the inputs' spread (``sigma=1e12``: every kernel value
+    rounds to 1) or a ``lam`` so large that the model stays at 0.
+    """
+
+
+TRIVIAL_CHECK_ROWS = 4096
+"""Training rows (at most) on which a fit is compared with the trivial predictor (:class:`TrivialModelWarning`)."""
 
 
 # Knobs that are both estimator parameters and SolverOptions fields (defaults: joker.solver.DEFAULTS).
@@ -378,7 +394,36 @@ class _JokerBase(BaseEstimator):
         self._store_certificate(res, options, scale ** degree, scale ** 2)
         self.fit_time_ = time.perf_counter() - t0
         warn_not_converged(res, options.tol, ConvergenceWarning, options.kkt_target)
+        self._warn_trivial(op, Y, sample_weight, seed, scale)
         return self
+
+    def _warn_trivial(self, op, Y, sample_weight, seed, scale=1.0):
+        """Warn (:class:`TrivialModelWarning`) when the fit is no better than the trivial predictor.
+
+        On at most :data:`TRIVIAL_CHECK_ROWS` training rows of positive weight, each output
+        in the solve's encoding (regression targets, or +-1 labels; a one-vs-one pair on its
+        own rows); warned when every output is trivial (:func:`joker.trivial.trivial_reason`).
+        ``scale``: the solve's targets were divided by it (the message speaks of the user's targets).
+        """
+        keep = np.arange(Y.shape[0]) if sample_weight is None else np.flatnonzero(np.asarray(sample_weight) > 0)
+        if len(keep) > TRIVIAL_CHECK_ROWS:
+            keep = np.sort(np.random.default_rng(seed).choice(keep, TRIVIAL_CHECK_ROWS, replace=False))
+        rows = torch.as_tensor(keep, dtype=torch.long, device=Y.device)
+        F = op.block(rows).f.detach().double().cpu().numpy() * scale
+        T = Y[rows].detach().double().cpu().numpy() * scale
+        reasons = []
+        for c in range(T.shape[1]):
+            t, f = T[:, c], F[:, c]
+            if isinstance(self, ClassifierMixin):
+                on = t != 0  # one-vs-one: the pair's rows only
+                reasons.append(trivial_reason("binary", (t[on] > 0).astype(np.int64), f[on]))
+            else:
+                reasons.append(trivial_reason("regression", t, f))
+        if reasons and all(reasons):
+            which = "" if len(reasons) == 1 else f"every one of its {len(reasons)} outputs, e.g. the first: "
+            warnings.warn(f"the fitted model is no better than the trivial predictor on its training rows "
+                          f"({which}{reasons[0]}); check sigma (sigma_={self.sigma_:.4g}) and lam={self.lam!r}",
+                          TrivialModelWarning, stacklevel=4)
 
     def _solver_options(self):
         """SolverOptions from the parameters and ``solver_options`` (conflicts: ValueError)."""

@@ -55,6 +55,15 @@ def test_reference_methods_succeed_with_sane_metrics(runs):
             assert r.data.tags["reason"], (ds, method)
 
 
+def test_no_smoke_model_is_flagged_trivial(runs):
+    """Issue 43: the trivial-model flag is recorded on every ok run and no real smoke fit is flagged."""
+    ok = [r for r in runs if r.data.tags["status"] == "ok"]
+    assert ok
+    flagged = {(r.data.tags["dataset"], r.data.tags["method"]): r.data.tags.get("trivial_reason") for r in ok
+               if r.data.tags.get("trivial_model") != "0"}
+    assert flagged == {}
+
+
 def test_upstream_baselines_run(runs):
     """Falkon, LogFalkon, EigenPro 3 and 4 end ``ok`` on every smoke cell they have a loss for.
 

@@ -33,7 +33,7 @@ from baselines.base import MIB
 from ..config.paths import results_dir
 
 __all__ = [
-    "CONTENDED_TAG", "INSTALL_HINT_TAG", "SKIP_KINDS", "SKIP_KIND_TAG", "KEPT_STATUSES", "METRIC_UNITS", "MIB", "RECORD_SCHEMA_VERSION", "RETRIED_STATUSES", "SCHEMA_TAG",
+    "CONTENDED_TAG", "INSTALL_HINT_TAG", "TRIVIAL_TAG", "SKIP_KINDS", "SKIP_KIND_TAG", "KEPT_STATUSES", "METRIC_UNITS", "MIB", "RECORD_SCHEMA_VERSION", "RETRIED_STATUSES", "SCHEMA_TAG",
     "STATUSES", "default_tracking_uri", "schema_of",
 ]
 
@@ -51,6 +51,10 @@ RETRIED_STATUSES = frozenset(STATUSES) - KEPT_STATUSES
 
 #: Tag "1" / "0": the fit ran on a busy machine (:mod:`joker.bench.measure.contention`); ``contended_reason`` says why.
 CONTENDED_TAG = "contended"
+#: Tag "1" / "0" of an ``ok`` trial: its model is no better than the trivial predictor on the test rows
+#: (the mean, the majority class; :func:`joker.bench.trials.scoring.trivial_test_reason`), e.g. ``sigma=1e12``
+#: (constant decision values); ``trivial_reason`` says why. Its metrics are real but mean nothing of the method.
+TRIVIAL_TAG = "trivial_model"
 #: Tag of a trial whose method did not run: why, as one of :data:`SKIP_KINDS`.
 SKIP_KIND_TAG = "skip_kind"
 #: Values of :data:`SKIP_KIND_TAG`: library missing, task not supported, budget too small for the smallest

@@ -29,7 +29,7 @@ from ..measure.gpumem import GpuMemory
 from ..records.identity import code_version, config_hash
 from ..measure.meters import Limits
 from ..records.provenance import git_info, hardware_tags, versions
-from ..records.record import (CONTENDED_TAG, INSTALL_HINT_TAG, METRIC_UNITS, MIB, RECORD_SCHEMA_VERSION, RETRIED_STATUSES,
+from ..records.record import (CONTENDED_TAG, INSTALL_HINT_TAG, TRIVIAL_TAG, METRIC_UNITS, MIB, RECORD_SCHEMA_VERSION, RETRIED_STATUSES,
                      SCHEMA_TAG, SKIP_KIND_TAG)
 from ..trials.runner import Outcome, _read_json, classify, preload_key, run_trial, tail
 from ..config.schema import flatten, resolve_trial
@@ -67,15 +67,15 @@ def _hydra_context() -> dict[str, Any]:
 
 # ------------------------------------------------------------------ records
 def _summary(spec: TrialSpec, chash: str, status: str, reason: str, metrics: dict[str, Any],
-             run_id: str, cached: bool, contended: str = "") -> dict[str, Any]:
-    """The one-line summary of a trial (printed, and kept for the closing table)."""
+             run_id: str, cached: bool, contended: str = "", trivial: str = "") -> dict[str, Any]:
+    """The one-line summary of a trial (printed, and kept for the closing table); ``trivial``: tag ``trivial_reason``."""
     metric = spec.dataset.primary_metric
     return {
         "method": spec.method.name, "dataset": spec.dataset.name, "budget": spec.budget.name,
         "n_train": spec.dataset.n_train, "repetition": spec.repetition, "status": status, "reason": reason, "metric": metric,
         "value": metrics.get(metric), "fit_seconds": metrics.get("fit_seconds"),
         "fit_rss_mib": metrics.get("fit_rss_mib"), "peak_rss_mib": metrics.get("peak_rss_mib"),
-        "contended": contended, "run_id": run_id, "config_hash": chash, "cached": cached,
+        "contended": contended, "trivial": trivial, "run_id": run_id, "config_hash": chash, "cached": cached,
     }
 
 
@@ -129,6 +129,9 @@ def _record_tags(spec: TrialSpec, chash: str, res: dict[str, Any], verdict: dict
     if "contended" in res:
         tags[CONTENDED_TAG] = "1" if res["contended"] else "0"
         tags[f"{CONTENDED_TAG}_reason"] = res.get("contended_reason") or ""
+    if status == "ok" and "trivial_reason" in res:
+        tags[TRIVIAL_TAG] = "1" if res["trivial_reason"] else "0"
+        tags["trivial_reason"] = res["trivial_reason"]
     conv = res.get("convergence") or {}
     for key in ("signal", "reason", "diverged", "converged"):
         if conv.get(key) is not None:
@@ -304,7 +307,7 @@ def _run_plain(cfg: Any, spec: TrialSpec, chash: str, ctx: dict[str, Any], store
             t = found.data.tags
             return _summary(spec, chash, t.get("status", "?"), t.get("reason", ""), found.data.metrics,
                             found.info.run_id, cached=True, contended=t.get("contended_reason", "")
-                            if t.get("contended") == "1" else "")
+                            if t.get("contended") == "1" else "", trivial=t.get("trivial_reason", ""))
         # error / timeout / skipped may be transient (a library installed since, a busy
         # machine): run again; the new record supersedes the old one.
         retry_failed = found is not None
@@ -382,7 +385,8 @@ def _record(
     )
     res = out.result or {}
     return _summary(spec, chash, verdict["status"], verdict["reason"], record["metrics"], run_id, cached=False,
-                    contended=(res.get("contended_reason") or "") if res.get("contended") else "")
+                    contended=(res.get("contended_reason") or "") if res.get("contended") else "",
+                    trivial=record["tags"].get("trivial_reason", ""))
 
 
 def record_lost_trial(

@@ -16,6 +16,8 @@ from typing import Any
 WIDTH = 100
 #: Mark of a trial whose fit time was measured on a busy machine (``contended``).
 CONTENDED_MARK = "†"
+#: Word after ``ok`` of a trial whose model is no better than the trivial predictor (tag ``trivial_model``).
+TRIVIAL_MARK = "trivial"
 
 
 def _fmt_metric(name: str | None, value: Any) -> str:
@@ -62,7 +64,7 @@ def format_line(s: dict[str, Any], done: int | None = None, total: int | None = 
     ----------
     s : dict
         A trial summary (keys method, dataset, n_train, status, metric, value,
-        fit_seconds, fit_rss_mib, cached, reason, contended).
+        fit_seconds, fit_rss_mib, cached, reason, contended, trivial).
     done, total : int, optional
         Trials finished so far and in the sweep.
 
@@ -71,7 +73,9 @@ def format_line(s: dict[str, Any], done: int | None = None, total: int | None = 
     str
         One line, then, for a failed or skipped trial, its whole reason
         wrapped at :data:`WIDTH` columns under it with a hanging indent (a
-        reason is never cut). A contended fit time carries
+        reason is never cut); an ``ok`` trial with a trivial model
+        (``trivial``: its reason) reads ``ok trivial`` with the reason
+        under it. A contended fit time carries
         :data:`CONTENDED_MARK`. The memory column is the method's fit
         memory (``fit_rss_mib``), blank for a trial that did not run.
     """
@@ -81,9 +85,10 @@ def format_line(s: dict[str, Any], done: int | None = None, total: int | None = 
     secs = s.get("fit_seconds")
     mib = s.get("fit_rss_mib")
     mark = CONTENDED_MARK if s.get("contended") else ""
+    status = str(s.get("status", "?")) + (" " + TRIVIAL_MARK if s.get("trivial") else "")
     line = (
         f"{prog}{s.get('method', '?'):<14} {dataset_label(s):<15} "
-        f"{s.get('status', '?'):<11} {_fmt_metric(s.get('metric'), s.get('value')):<22} "
+        f"{status:<11} {_fmt_metric(s.get('metric'), s.get('value')):<22} "
         f"{'fit ' + format(secs, '.2f') + ' s' + mark if secs is not None else '-':<13} "
         f"{format(mib, '.0f') + ' MiB' if mib is not None else '-':>9}"
     )
@@ -91,6 +96,8 @@ def format_line(s: dict[str, Any], done: int | None = None, total: int | None = 
         line += "  (cached)"
     if s.get("status") not in ("ok", None) and s.get("reason"):
         line += "\n" + wrap(str(s["reason"]))
+    elif s.get("trivial"):
+        line += "\n" + wrap(f"{TRIVIAL_MARK} model: {s['trivial']}")
     return line
 
 
@@ -128,8 +135,10 @@ def table(summaries: list[dict[str, Any]]) -> str:
     counts: dict[str, int] = {}
     for s in summaries:
         counts[s.get("status", "?")] = counts.get(s.get("status", "?"), 0) + 1
+    trivial = sum(1 for s in summaries if s.get("trivial"))
     lines.append(
         f"{len(summaries)} trials: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+        + (f" (of which {trivial} {TRIVIAL_MARK}: no better than the trivial predictor)" if trivial else "")
     )
     return "\n".join(lines)
 

@@ -118,3 +118,46 @@ def classification_metrics(
             aucs = [binary_auc(y_true == c, s[:, j]) for j, c in enumerate(classes)]
             out["test_auc"] = float(np.nanmean(aucs))
     return out
+
+
+def trivial_test_reason(task: str, y_train: np.ndarray, y_test: np.ndarray, y_pred: np.ndarray,
+                        scores: np.ndarray | None = None, classes: np.ndarray | None = None) -> str:
+    """Why a trial's model is no better than the trivial predictor on the test rows ("" when it is better).
+
+    The rules are :func:`joker.trivial.trivial_reason`'s: constant
+    predictions or decision values; regression: test RMSE no better than
+    predicting the training targets' mean; classification: test accuracy at
+    most the majority class's share of the test rows and test AUC within
+    noise of 1/2. The harness records the answer as the tags
+    ``trivial_model`` and ``trivial_reason`` (docs/contracts.md).
+
+    Parameters
+    ----------
+    task : {"regression", "binary", "multiclass"}
+    y_train, y_test : ndarray of shape (n,) or (n, k)
+        Training and test targets (labels for classification).
+    y_pred : ndarray
+        Test predictions (labels for classification).
+    scores : ndarray of shape (n,) or (n, C), optional
+        Test decision values (classification; None: the labels are the scores).
+    classes : ndarray, optional
+        Sorted class labels (default: those of ``y_train``).
+
+    Returns
+    -------
+    str
+    """
+    from joker.trivial import trivial_reason
+
+    if task == "regression":
+        ref = np.asarray(y_train, dtype=np.float64).reshape(len(y_train), -1).mean(0)
+        return trivial_reason("regression", y_test, y_pred, reference_mean=ref)
+    classes = np.unique(y_train) if classes is None else np.asarray(classes)
+    idx = np.searchsorted(classes, np.asarray(y_test).ravel())
+    pred = np.searchsorted(classes, np.asarray(y_pred).ravel())
+    if scores is None:
+        scores = pred.astype(np.float64) if len(classes) <= 2 else np.eye(len(classes))[pred]
+    s = np.asarray(scores, dtype=np.float64)
+    if len(classes) <= 2:
+        s = s.reshape(len(idx), -1)[:, -1]
+    return trivial_reason("multiclass" if s.ndim == 2 else "binary", idx, s, y_pred=pred)

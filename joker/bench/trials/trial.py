@@ -390,6 +390,7 @@ def _score(spec: TrialSpec, adapter: Adapter, ds: Any, y_pred: np.ndarray, res: 
             raise _Failed("error", "non-finite decision function")
         classes = np.unique(ds.y_train)
         m.update(scoring.classification_metrics(ds.y_test, y_pred, scores, classes))
+    res["trivial_reason"] = scoring.trivial_test_reason(spec.dataset.task, ds.y_train, ds.y_test, y_pred, scores)
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
         m["torch_peak_gpu_mib"] = torch.cuda.max_memory_allocated() / MIB
