@@ -25,7 +25,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .bandwidth import resolve_sigma
 from .devices import check_device
-from .features import RandomFourierFeatures
+from .features import RandomFourierFeatures, feature_scale
 from .inputs import InputFrame, as_float64, bandwidth_scale, check_dtype, validate_X, validate_Xy
 from .kernels import KERNELS, kernel_matmul
 from .losses import CLASSIFICATION_LOSSES, REGRESSION_LOSSES, make_loss
@@ -377,7 +377,8 @@ class _JokerBase(BaseEstimator):
         # weights must stay repeated rows).
         exact = self.n_components is None
         self._frame, Xt = InputFrame.fit_transform(X, check_dtype(self.dtype), self.device,
-                                                   scale=bandwidth_scale(self.sigma_) if exact else 1.0,
+                                                   scale=bandwidth_scale(self.sigma_) if exact
+                                                   else feature_scale(self.sigma_),
                                                    sparse_center=not exact,  # RFF: sparse rows' shift in the phases
                                                    sample_weight=center_weight)
         self._sigma = self.sigma_ / self._frame.scale  # the bandwidth in the framed units of Xt

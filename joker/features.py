@@ -15,12 +15,38 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .inputs import InputFrame
+from .inputs import InputFrame, bandwidth_scale
 from .sparse import is_sparse, matmul
 from .kernels import check_kernel
 from . import fast_cos
 
-__all__ = ["RandomFourierFeatures", "CHUNK_ROWS"]
+__all__ = ["RandomFourierFeatures", "CHUNK_ROWS", "SIGMA_RANGE", "feature_scale"]
+
+SIGMA_RANGE = (2.0**-30, 2.0**30)
+"""Bandwidths inside which the feature map works on the inputs as they are (:func:`feature_scale`)."""
+
+
+def feature_scale(sigma):
+    """The power of two the inputs of a feature map are divided by (in float64, before any cast).
+
+    1.0 for a bandwidth inside :data:`SIGMA_RANGE` (the map, ``W_`` included,
+    is then that of the raw inputs); otherwise :func:`joker.inputs.bandwidth_scale`,
+    so that the framed inputs and the frequencies ``W_ ~ 1 / (sigma / scale)``
+    are of order one. Without it inputs on a scale of 1e-40 are subnormal in
+    float32 and 1 / sigma = 1e40 overflows it (``W_`` infinite, the features
+    NaN); at 1e38 the inputs themselves overflow. The kernel depends on
+    x / sigma only, so the framed map estimates the same kernel.
+
+    Parameters
+    ----------
+    sigma : float > 0
+
+    Returns
+    -------
+    float
+    """
+    sigma = float(sigma)
+    return 1.0 if SIGMA_RANGE[0] <= sigma <= SIGMA_RANGE[1] else bandwidth_scale(sigma)
 
 CHUNK_ROWS = 256
 """Rows of psi formed at once on the CPU (:meth:`RandomFourierFeatures.transform_tensor`).
@@ -52,6 +78,9 @@ class RandomFourierFeatures:
     Attributes
     ----------
     W_ : tensor of shape (n_components, n_features)
+        Frequencies for the framed inputs (x - center_) / scale_, i.e. drawn at bandwidth sigma / scale_.
+    scale_ : float
+        :func:`feature_scale` of ``sigma`` (1.0 for bandwidths in :data:`SIGMA_RANGE`).
     b_ : tensor of shape (n_components,)
     center_ : float64 tensor of shape (n_features,)
         Coordinate-wise (weighted) median of the fitted inputs
@@ -91,7 +120,7 @@ class RandomFourierFeatures:
             Row weights of the centre (:func:`joker.center.median_center`).
         frame : joker.inputs.InputFrame, optional
             The frame of these X and weights, already fitted with
-            ``sparse_center=True`` and scale 1 (the estimator's): its centre
+            ``sparse_center=True`` and scale :func:`feature_scale` (the estimator's): its centre
             is used instead of computing it again (a median costs a pass
             over a float64 copy of X).
 
@@ -100,21 +129,25 @@ class RandomFourierFeatures:
         self
         """
         d = int(X.shape[1])
-        if frame is not None and frame.sparse_center and frame.scale == 1.0:
-            self._frame = InputFrame(frame.center.to(self.device), 1.0, self.dtype, self.device, sparse_center=True)
+        scale = feature_scale(self.sigma)
+        if frame is not None and frame.sparse_center and frame.scale == scale:
+            self._frame = InputFrame(frame.center.to(self.device), scale, self.dtype, self.device, sparse_center=True)
         else:
-            self._frame = InputFrame.fit(X, self.dtype, self.device, sparse_center=True, sample_weight=sample_weight)
+            self._frame = InputFrame.fit(X, self.dtype, self.device, scale=scale, sparse_center=True,
+                                         sample_weight=sample_weight)
         self.__dict__.pop("_bounds", None)  # the phase bounds of a previous fit (_phase_bounds)
         self.center_ = self._frame.center
+        self.scale_ = scale
+        sigma = self.sigma / scale  # the bandwidth in the framed units (feature_scale)
         rng = np.random.default_rng(self.random_state)
         M = self.n_components
         Z = rng.standard_normal((M, d))
         if self.kernel == "gaussian":
-            W = Z / self.sigma
+            W = Z / sigma
         else:
             g = np.abs(rng.standard_normal((M, 1)))
             g = np.maximum(g, np.finfo(np.float64).tiny)
-            W = Z / (self.sigma * g)
+            W = Z / (sigma * g)
         b = rng.uniform(0.0, 2.0 * np.pi, size=M)
         self.W_ = torch.as_tensor(W, dtype=self.dtype, device=self.device)
         self._WT = self.W_.T  # the transposed view, made once (a view is an operation per call otherwise)
@@ -122,7 +155,7 @@ class RandomFourierFeatures:
         # phases of uncentred (sparse) rows: W (x - c) + b = W x + (b - W c), in float64
         W64 = torch.as_tensor(W, dtype=torch.float64, device=self.device)
         self._b_uncentred = (torch.as_tensor(b, dtype=torch.float64, device=self.device)
-                             - W64 @ self.center_).to(self.dtype)
+                             - W64 @ (self.center_ / scale)).to(self.dtype)
         self.n_features_in_ = d
         return self
 
