@@ -68,9 +68,14 @@ def _composition_error(exc: BaseException) -> str | None:
         first = str(exc).splitlines()[0] if str(exc) else "config not found"
         return f"{first} (available: {options})" if options else first
     if isinstance(exc, (ConfigCompositionException, OverrideParseException)):
+        # Hydra's further lines are its hints (e.g. "add --multirun" after an ambiguous
+        # 'method=a,b'): kept, joined into the one line
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()] or [type(exc).__name__]
         cause = exc.__cause__
         detail = str(cause).splitlines()[0] if cause is not None and str(cause) else ""
-        return f"{str(exc).splitlines()[0]}: {detail}" if detail else str(exc).splitlines()[0]
+        head = f"{lines[0]}: {detail}" if detail else lines[0]
+        hints = [line.replace("add --multirun", "add -m (--multirun)") for line in lines[1:]]
+        return "; ".join([head, *hints])
     return None
 
 

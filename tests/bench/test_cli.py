@@ -71,6 +71,10 @@ def test_unknown_keys_metrics_and_stores_are_one_line_config_errors(run_bench, t
     ("timeout_s=abc", "Error merging override timeout_s=abc: Value 'abc' of type 'str' could not be converted "
                       "to Float"),
     ("method=[", "no viable alternative at input '['"),
+    # issue 43: Hydra's hints stay, on the one line
+    ("method=_test_ok,_test_raise", "Ambiguous value for argument 'method=_test_ok,_test_raise'; 1. To use it as a "
+     "list, use key=[value1,value2]; 2. To use it as string, quote the value: key=\\'value1,value2\\'; 3. To sweep "
+     "over it, add -m (--multirun) to your command line"),
 ])
 def test_hydra_composition_errors_are_one_line_config_errors(run_bench, tmp_path, override, message):
     proc = run_bench([override], tmp_path, test_conf=True, timeout=300)
