@@ -191,3 +191,24 @@ def test_the_starter_imports_the_adapters_preload_modules(tmp_path, monkeypatch)
     monkeypatch.setenv(starter.PRELOAD_ENV, "0")
     fresh = run_trial(spec_path, tmp_path / "v", timeout_s=30, threads=1, preload=key)
     assert fresh.result["describe"]["wave_loaded"] is False  # a fresh interpreter imports it only when used
+
+
+def test_timeout_reason_names_one_phase_before_or_during(tmp_path):
+    """Issue 43: 'reached (before the trial started) (during metrics)' contradicted itself."""
+    from joker.bench.trials.runner import Outcome, classify
+
+    t0 = time.monotonic()
+    early = _run(tmp_path, "early", timeout_s=0.01)  # a cold starter: still importing when the limit passes
+    assert time.monotonic() - t0 < 3  # the starter is killed at once, not after its 5 s of grace
+    assert early.killed_for == "timeout" and early.started is bool(early.progress)
+    # the trial may have been forked just before the kill (its pid not yet read): then the phase it wrote
+    where = f"during {early.progress['phase']}" if early.progress else "before the trial started"
+    assert classify(early, None, None) == {"status": "timeout", "reason": f"wall-clock limit of 0.01 s reached ({where})"}
+    late = _run(tmp_path, "late", "sleep", timeout_s=3, seconds=60)
+    assert late.started is True and late.progress["phase"] == "fit"
+    assert classify(late, None, None)["reason"] == "wall-clock limit of 3 s reached (during fit)"
+    # forked, but its pid not yet reported when the limit passed: the phase it wrote decides
+    raced = Outcome(killed_for="timeout", kill_reason="wall-clock limit of 1 s reached", progress={"phase": "metrics"})
+    assert classify(raced, None, None)["reason"] == "wall-clock limit of 1 s reached (during metrics)"
+    never = Outcome(killed_for="timeout", kill_reason="wall-clock limit of 1 s reached", started=False)
+    assert classify(never, None, None)["reason"] == "wall-clock limit of 1 s reached (before the trial started)"

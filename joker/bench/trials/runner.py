@@ -77,6 +77,10 @@ class Outcome:
         The child's last ``progress.json`` (phase reached).
     stderr_tail : str
         Last lines of the child's stderr.
+    started : bool
+        False when the trial never began (stopped while its starter was
+        still to fork it, and no phase was written); :func:`classify` then
+        says "(before the trial started)" instead of "(during <phase>)".
     """
 
     exit_code: int | None = None
@@ -92,6 +96,7 @@ class Outcome:
     result: dict[str, Any] | None = None
     progress: dict[str, Any] = field(default_factory=dict)
     stderr_tail: str = ""
+    started: bool = True
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
@@ -192,6 +197,7 @@ def run_trial(
         if proc is None:  # killed (timeout) before the starter had forked it
             out.wall_s = time.monotonic() - t0
             out.progress = _read_json(workdir / "progress.json") or {}
+            out.started = bool(isinstance(out.progress, dict) and out.progress.get("phase"))
             out.stderr_tail = tail(workdir / "stderr.txt")
             return out
         keep_root = False  # the root is the trial itself; its starter reports the usage
@@ -286,9 +292,10 @@ def _forked(spec_path: Path, workdir: Path, threads: int, key: tuple, out: Outco
                     return _ForkedTrial(st, int(ev["pid"]))
                 elapsed = time.monotonic() - t0
                 if elapsed > timeout_s:
-                    _starter.close()
+                    _starter.close(0)  # at once: a trial forked meanwhile dies with it (PDEATHSIG), not 5 s later
                     out.killed_for = "timeout"
-                    out.kill_reason = f"wall-clock limit of {timeout_s:g} s reached (before the trial started)"
+                    out.kill_reason = f"wall-clock limit of {timeout_s:g} s reached"
+                    out.started = False  # unless it wrote a phase: forked, its pid not yet reported (run_trial)
                     return None
                 if on_tick is not None:
                     on_tick(elapsed)
@@ -432,6 +439,8 @@ def classify(
         out.progress = {}
     phase = out.progress.get("phase")
     where = f" (during {phase})" if phase else ""
+    if not out.started:
+        where = " (before the trial started)"
     if out.killed_for:
         return {"status": out.killed_for, "reason": str(out.kill_reason or "") + where + _work_note(out)}
     res = out.result
