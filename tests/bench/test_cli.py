@@ -85,17 +85,54 @@ def test_hydra_composition_errors_are_one_line_config_errors(run_bench, tmp_path
 
 
 def test_an_unreachable_store_is_one_config_error_line(monkeypatch):
+    import time
+
     import mlflow.store.db.utils as db_utils
 
     from joker.bench.config.spec import ConfigError
+    from joker.bench.records import store_guard
     from joker.bench.records.tracking import Store
 
+    t0 = time.monotonic()
+    with pytest.raises(ConfigError) as err:  # issue 43: refused at once, before MLflow's ~100 s of retries
+        Store.open("postgresql+psycopg2://u:secret@127.0.0.1:1/mlflow", "x")
+    assert time.monotonic() - t0 < 10
+    assert str(err.value) == ("mlflow.tracking_uri=postgresql+psycopg2://u:***@127.0.0.1:1/mlflow: cannot connect "
+                              "to 127.0.0.1:1 (Connection refused); is the tracking server running?")
+    # past the connect check (a server that accepts, then fails): MLflow's error, on one line
+    monkeypatch.setattr(store_guard, "check_reachable", lambda uri: None)
     monkeypatch.setattr(db_utils, "MAX_RETRY_COUNT", 1)  # MLflow's own ~100 s of reconnection attempts
     with pytest.raises(ConfigError) as err:
         Store.open("postgresql+psycopg2://u:secret@127.0.0.1:1/mlflow", "x")
     assert str(err.value) == (
         "cannot open the MLflow store postgresql+psycopg2://u:***@127.0.0.1:1/mlflow: OperationalError: "
         '(psycopg2.OperationalError) connection to server at "127.0.0.1", port 1 failed: Connection refused')
+
+
+def test_an_unreachable_tracking_server_is_a_config_error_at_once(run_bench, tmp_path):
+    """Issue 43: http://127.0.0.1:1 ended in one config error line, but after ~256 s of MLflow's retries."""
+    import time
+
+    t0 = time.monotonic()
+    proc = run_bench(["mlflow.tracking_uri=http://127.0.0.1:1", "method=_test_ok", "dataset=_test_tiny"], tmp_path,
+                     test_conf=True, timeout=120, fresh_store=True,
+                     env={"NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"})  # a proxy would skip the check
+    assert time.monotonic() - t0 < 20
+    assert proc.returncode == 2, proc.stdout[-3000:]
+    assert proc.stdout.strip().splitlines() == [
+        "config error: mlflow.tracking_uri=http://127.0.0.1:1: cannot connect to 127.0.0.1:1 (Connection refused); "
+        "is the tracking server running?"]
+
+
+def test_the_connect_check_skips_what_it_cannot_reach_directly(monkeypatch):
+    from joker.bench.records.store_guard import check_reachable
+
+    check_reachable("databricks")  # no host
+    check_reachable("postgresql:///mlflow")  # a Unix socket
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    check_reachable("http://10.255.255.1:5000")  # reached through the proxy: MLflow's to judge
 
 
 def test_bad_number_in_a_multirun_stops_before_the_sweep_folder(run_bench, tmp_path):

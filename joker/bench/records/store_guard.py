@@ -29,11 +29,15 @@ from urllib.parse import urlparse
 from .redact import redact_uri
 from ..config.spec import ConfigError
 
-__all__ = ["LOCK_WAIT_S", "check_not_half_migrated", "check_tracking_uri", "half_migrated_tables", "local_store_path", "open_error",
+__all__ = ["CONNECT_TIMEOUT_S", "DEFAULT_PORTS", "LOCK_WAIT_S", "check_not_half_migrated", "check_reachable", "check_tracking_uri", "half_migrated_tables", "local_store_path", "open_error",
            "store_lock"]
 
 #: Seconds a process waits for another one to finish creating the same SQLite store.
 LOCK_WAIT_S = 600.0
+#: Seconds :func:`check_reachable` waits for a tracking server to accept a connection.
+CONNECT_TIMEOUT_S = 3.0
+#: Port of a server URI that names none, by scheme (before any ``+driver``).
+DEFAULT_PORTS = {"http": 80, "https": 443, "postgresql": 5432, "postgres": 5432, "mysql": 3306, "mssql": 1433}
 
 
 def local_store_path(uri: str) -> tuple[str, Path] | None:
@@ -71,8 +75,11 @@ def check_tracking_uri(uri: str) -> None:
     """Check that the store of ``uri`` can be opened here, before any trial runs.
 
     Creates the folder of a local store (as MLflow would). A server URI
-    (``http://``, ``postgresql://``, ...) is not contacted here: an
-    unreachable one fails in :func:`open_error`'s one line.
+    (``http://``, ``https://``, ``postgresql://``, ``mysql://``, ...) must
+    accept a TCP connection to its host and port within
+    :data:`CONNECT_TIMEOUT_S` (:func:`check_reachable`): MLflow itself
+    retries an unreachable server for minutes (about 256 s over HTTP, 100 s
+    for a database) before its error.
 
     Parameters
     ----------
@@ -87,6 +94,7 @@ def check_tracking_uri(uri: str) -> None:
     """
     local = local_store_path(uri)
     if local is None:
+        check_reachable(uri)
         return
     kind, path = local
     folder = path.parent if kind == "sqlite" else path
@@ -97,6 +105,48 @@ def check_tracking_uri(uri: str) -> None:
                           f"({exc.strerror or exc})") from None
     if not os.access(folder, os.W_OK | os.X_OK):
         raise ConfigError(f"mlflow.tracking_uri={redact_uri(uri)}: the folder {folder} is not writable")
+
+
+def check_reachable(uri: str, timeout_s: float | None = None) -> None:
+    """Stop at once when the server of a tracking URI does not accept a TCP connection.
+
+    The host and port come from the URI (default ports: :data:`DEFAULT_PORTS`);
+    a URI without a host (``databricks``, a database's Unix socket) or one
+    reached through a proxy (``HTTP(S)_PROXY``, unless ``NO_PROXY`` names the
+    host) is not checked.
+
+    Parameters
+    ----------
+    uri : str
+        Tracking URI of a server.
+    timeout_s : float, optional
+        Seconds to wait for the connection (default :data:`CONNECT_TIMEOUT_S`).
+
+    Raises
+    ------
+    ConfigError
+        ``mlflow.tracking_uri=<uri>: cannot connect to <host>:<port> (<why>) ...``.
+    """
+    import socket
+    import urllib.request
+
+    parsed = urlparse(uri)
+    scheme = parsed.scheme.lower().split("+")[0]
+    try:
+        host, port = parsed.hostname, parsed.port or DEFAULT_PORTS.get(scheme)
+    except ValueError:  # a port that is not a number: MLflow's own error says so
+        return
+    if not host or port is None:
+        return
+    if scheme in ("http", "https") and urllib.request.getproxies().get(scheme) and not urllib.request.proxy_bypass(host):
+        return
+    wait = CONNECT_TIMEOUT_S if timeout_s is None else timeout_s
+    try:
+        socket.create_connection((host, port), timeout=wait).close()
+    except OSError as exc:
+        why = "no answer within {:g} s".format(wait) if isinstance(exc, socket.timeout) else (exc.strerror or str(exc))
+        raise ConfigError(f"mlflow.tracking_uri={redact_uri(uri)}: cannot connect to {host}:{port} ({why}); "
+                          "is the tracking server running?") from None
 
 
 def check_not_half_migrated(uri: str) -> None:
