@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterable, TypeVar
 from ..config.paths import results_dir
 from .record import RECORD_SCHEMA_VERSION, default_tracking_uri, schema_of
 from .redact import protect
-from .store_guard import check_not_half_migrated, check_tracking_uri, open_error, store_lock
+from .store_guard import check_not_half_migrated, check_tracking_uri, local_store_path, open_error, store_lock
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -42,6 +42,8 @@ HISTORY_COLUMNS = ("epoch", "seconds", "dual", "primal", "gap", "kkt")
 EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
 #: Its value for classic training runs (the runs table).
 EXPERIMENT_KIND = "custom_model_development"
+#: Id of MLflow's own experiment ``Default`` (:func:`hide_empty_default`).
+DEFAULT_EXPERIMENT_ID = "0"
 
 
 def resolve_uri(uri: str | None) -> str:
@@ -114,6 +116,35 @@ def _text(value: Any, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def hide_empty_default(client: Any, uri: str) -> bool:
+    """Delete (soft) MLflow's own empty ``Default`` experiment of a local store; return whether it did.
+
+    MLflow creates the experiment ``Default`` (id 0) in every new store; the
+    harness never writes into it (plain runs go to the experiment ``default``,
+    the name of ``sweeps/default.yaml``, each named sweep to its own), so the
+    UI listed both ``Default`` and ``default``. An empty, active ``Default``
+    of a local store (SQLite or a folder) is marked deleted; a server's is
+    left alone (others may use it), so is a ``Default`` holding any run.
+    MLflow does not re-create it, and ``mlflow experiments restore
+    --experiment-id 0`` brings it back.
+    """
+    from mlflow.entities import ViewType
+
+    if local_store_path(uri) is None:
+        return False
+    try:
+        exp = client.get_experiment(DEFAULT_EXPERIMENT_ID)
+        if exp is None or exp.name != "Default" or exp.lifecycle_stage != "active":
+            return False
+        if client.search_runs([DEFAULT_EXPERIMENT_ID], run_view_type=ViewType.ALL, max_results=1):
+            return False
+        client.delete_experiment(DEFAULT_EXPERIMENT_ID)
+        return True
+    except Exception as exc:  # cosmetic: another process may have deleted it just now
+        log.debug("Default experiment left as it is: %s", exc)
+        return False
+
+
 class Store:
     """One experiment of one tracking store.
 
@@ -168,6 +199,7 @@ class Store:
                 retry(lambda: client.search_experiments(max_results=1), "open store", transient=is_locked)
             except Exception as exc:
                 raise open_error(uri, exc) from None
+            hide_empty_default(client, uri)
             return cls._with_experiment(client, uri, experiment)
 
     @classmethod
