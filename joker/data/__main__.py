@@ -6,8 +6,12 @@
 ``fetch``   obtain the files (mirror, cache or download) and build the array cache.
 ``verify``  check every local file against its known sha256, and the dataset's
             parsed-array cache (file sizes against their headers, sha256 of
-            the data as written); exit status 1 on a mismatch, a missing file
-            or a damaged cache entry.
+            the data as written), and the bandwidth (sigma) cache; exit
+            status 1 on a mismatch, a missing file or a damaged cache entry.
+            Every file is hashed from its bytes: the memo of hashes by size
+            and modification time (joker.data.hashing), which a byte
+            flipped in place does not change, is not trusted, and is
+            rewritten.
 """
 
 from __future__ import annotations
@@ -113,7 +117,7 @@ def _cmd_verify(args) -> int:
     located = []
     for f in s.files:
         try:
-            loc = find_local(s, f)
+            loc = find_local(s, f, rehash=True)  # the bytes, not the memo (a flip in place keeps size and time)
         except ChecksumError as exc:
             print(f"MISMATCH {f.name}: {exc}")
             status = 1
@@ -129,7 +133,22 @@ def _cmd_verify(args) -> int:
         located.append(loc)
     if status == 0:
         status = _verify_arrays(s, located)
-    return status
+    return max(status, _verify_sigma_cache())
+
+
+def _verify_sigma_cache() -> int:
+    """Check every file of the bandwidth cache (``<home>/sigma``, shared by all datasets); 1 when one is damaged."""
+    from .cache_check import damaged_json
+    from .sources import data_home
+
+    folder = data_home() / "sigma"
+    damaged = damaged_json(folder)
+    for p in damaged:
+        print(f"CORRUPT  {p}: its check does not match its contents (or it has none); delete it, the next "
+              "trial computes the bandwidth again")
+    if not damaged and folder.is_dir():
+        print(f"OK       {folder} sigma: {len(list(folder.glob('*.json')))} files, checks match")
+    return 1 if damaged else 0
 
 
 def _verify_arrays(spec, located) -> int:

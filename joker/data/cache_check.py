@@ -18,7 +18,8 @@ import json
 import os
 from pathlib import Path
 
-__all__ = ["ARRAYS_KEY", "array_facts", "entry_problems", "npy_layout", "read_meta"]
+__all__ = ["ARRAYS_KEY", "array_facts", "damaged_json", "entry_problems", "json_check", "npy_layout", "read_checked_json",
+           "read_meta"]
 
 #: Key of ``meta.json`` recording, per array file, ``shape``, ``dtype``, ``bytes`` and ``data_sha256``.
 ARRAYS_KEY = "arrays"
@@ -122,3 +123,34 @@ def entry_problems(directory, meta: dict | None = None, full: bool = False) -> l
         if len(rows) == 2 and rows["X"] != rows["y"]:
             problems.append(f"{d}: {role}_X.npy has {rows['X']} rows, {role}_y.npy {rows['y']}")
     return problems
+
+
+def json_check(entry: dict) -> str:
+    """sha256 (hex) of a small JSON cache file's fields but ``check``, as canonical JSON (sorted keys).
+
+    Stored as the file's ``check`` field (e.g. the sigma cache,
+    :mod:`joker.bench.trials.sigma_cache`): a byte flipped in place, size and
+    modification time kept, then reads as a mismatch.
+    """
+    body = {k: v for k, v in entry.items() if k != "check"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def read_checked_json(path) -> dict | None:
+    """A JSON cache file whose ``check`` matches its fields (:func:`json_check`); None otherwise.
+
+    None also for a missing or unreadable file, or one without ``check``
+    (written before checks existed: its reader computes the value again).
+    """
+    try:
+        entry = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(entry, dict) or entry.get("check") != json_check(entry):
+        return None
+    return entry
+
+
+def damaged_json(directory) -> list[Path]:
+    """The ``*.json`` files of a folder that :func:`read_checked_json` refuses (sorted; [] without the folder)."""
+    return [p for p in sorted(Path(directory).glob("*.json")) if read_checked_json(p) is None]

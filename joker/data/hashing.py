@@ -46,8 +46,13 @@ def sha256_file(path, chunk_size: int = _CHUNK) -> str:
     return h.hexdigest()
 
 
-def memo_sha256(path, home) -> str:
+def memo_sha256(path, home, rehash: bool = False) -> str:
     """sha256 of a file, served from a memo when size and mtime are unchanged.
+
+    The memo cannot see damage that keeps a file's size and modification
+    time (a byte flipped in place): ``rehash=True`` (``python -m joker.data
+    verify``, and :func:`joker.data.sources.find_local` before it reports a
+    mismatch) reads the bytes again and rewrites the memo.
 
     Parameters
     ----------
@@ -55,6 +60,8 @@ def memo_sha256(path, home) -> str:
         File to hash.
     home : str or os.PathLike
         Data home; the memo is kept in ``home/hashes``.
+    rehash : bool
+        Hash the file's bytes even when the memo matches its size and mtime.
 
     Returns
     -------
@@ -67,7 +74,8 @@ def memo_sha256(path, home) -> str:
     memo = memo_dir / (hashlib.sha1(str(path).encode()).hexdigest() + ".json")
     try:
         rec = json.loads(memo.read_text())
-        if rec["path"] == str(path) and rec["size"] == st.st_size and rec["mtime_ns"] == st.st_mtime_ns:
+        if (not rehash and rec["path"] == str(path) and rec["size"] == st.st_size
+                and rec["mtime_ns"] == st.st_mtime_ns):
             return rec["sha256"]
     except (OSError, ValueError, KeyError, TypeError):  # absent or damaged memo: hash again
         pass

@@ -135,14 +135,20 @@ def expected_sha256(fspec, name: str, *, mirror_root: Path | None = None,
     return tuple(dict.fromkeys(d.lower() for d in out))
 
 
-def _check(path: Path, expected: tuple, origin: str, home: Path) -> tuple:
-    digest = memo_sha256(path, home)
+def _check(path: Path, expected: tuple, origin: str, home: Path, rehash: bool = False) -> tuple:
+    """(sha256, whether a published one was compared) of a local copy; ChecksumError on a mismatch.
+
+    A mismatch is confirmed on the bytes themselves (a damaged memo must not condemn a sound file).
+    """
+    digest = memo_sha256(path, home, rehash=rehash)
+    if expected and digest not in expected and not rehash:
+        digest = memo_sha256(path, home, rehash=True)
     if expected and digest not in expected:
         raise ChecksumError(path, expected, digest, origin=origin)
     return digest, bool(expected)
 
 
-def find_local(spec, fspec, *, verify: bool = True) -> Located | None:
+def find_local(spec, fspec, *, verify: bool = True, rehash: bool = False) -> Located | None:
     """Find a file in the mirrors or the download cache, verified.
 
     Parameters
@@ -151,6 +157,9 @@ def find_local(spec, fspec, *, verify: bool = True) -> Located | None:
     fspec : FileSpec
     verify : bool
         Hash and check the copy (False: existence only; ``sha256`` is "").
+    rehash : bool
+        Hash the copy's bytes even when the hash memo matches its size and
+        modification time (:func:`joker.data.hashing.memo_sha256`).
 
     Returns
     -------
@@ -174,7 +183,7 @@ def find_local(spec, fspec, *, verify: bool = True) -> Located | None:
                     if not verify:
                         return Located(p, "mirror", "", False)
                     exp = expected_sha256(fspec, name, mirror_root=root, path=p)
-                    digest, ok = _check(p, exp, f"mirror {root}", home)
+                    digest, ok = _check(p, exp, f"mirror {root}", home, rehash)
                     return Located(p, "mirror", digest, ok)
     cache_dir = home / "downloads" / spec.name
     for name in fspec.names:
@@ -182,7 +191,7 @@ def find_local(spec, fspec, *, verify: bool = True) -> Located | None:
         if p.is_file():
             if not verify:
                 return Located(p, "cache", "", False)
-            digest, ok = _check(p, expected_sha256(fspec, name), "cache", home)
+            digest, ok = _check(p, expected_sha256(fspec, name), "cache", home, rehash)
             return Located(p, "cache", digest, ok)
     return None
 

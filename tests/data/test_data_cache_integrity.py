@@ -152,3 +152,84 @@ def test_info_in_a_real_process_warns_and_rebuilds(home):
     assert "Traceback" not in proc.stderr
     assert "CorruptCacheWarning: damaged dataset cache entry, rebuilt from the source files" in proc.stderr
     assert "n (rows parsed): 7,500" in proc.stdout
+
+
+def _flip_in_place(path, offset):
+    """Flip one byte of ``path``, keeping its size and modification time (what the hash memo trusts)."""
+    st = os.stat(path)
+    os.chmod(path, 0o644)
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        byte = f.read(1)
+        f.seek(offset)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert os.stat(path).st_size == st.st_size and os.stat(path).st_mtime_ns == st.st_mtime_ns
+
+
+@pytest.fixture
+def own_mirror(tmp_path, monkeypatch, mirror):
+    """A writable copy of HIGGS head's mirror file (and SHA256SUMS) and a fresh data home."""
+    import shutil
+
+    copy = tmp_path / "mirror"
+    (copy / "higgs").mkdir(parents=True)
+    shutil.copyfile(mirror / "SHA256SUMS", copy / "SHA256SUMS")
+    shutil.copyfile(mirror / "higgs" / "HIGGS.head7500.csv.gz", copy / "higgs" / "HIGGS.head7500.csv.gz")
+    monkeypatch.setenv("JOKER_DATA_MIRROR", str(copy))
+    monkeypatch.setenv("JOKER_DATA_HOME", str(tmp_path / "home"))
+    return copy / "higgs" / "HIGGS.head7500.csv.gz"
+
+
+def test_verify_rehashes_a_file_flipped_in_place(own_mirror, capsys):
+    """Issue 43: a byte flipped in place (size and mtime kept) passed verify, which trusted the hash memo."""
+    assert main(["verify", NAME]) == 0
+    assert f"OK       {own_mirror} sha256 " in capsys.readouterr().out  # the memo now holds the sound hash
+    _flip_in_place(own_mirror, 1000)
+    assert main(["verify", NAME]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("MISMATCH HIGGS.head7500.csv.gz: ")
+    assert hashlib.sha256(own_mirror.read_bytes()).hexdigest() in out
+
+
+def test_a_memo_damaged_in_place_does_not_condemn_a_sound_file(own_mirror, capsys):
+    """The hash files themselves: a memo whose sha256 was flipped (valid JSON) is checked against the bytes."""
+    import json
+
+    from joker.data.sources import data_home, find_local
+    from joker.data.registry import get_spec
+
+    spec = get_spec(NAME)
+    sound = find_local(spec, spec.files[0])
+    (memo,) = (data_home() / "hashes").glob("*.json")
+    rec = json.loads(memo.read_text())
+    rec["sha256"] = ("0" if rec["sha256"][0] != "0" else "1") + rec["sha256"][1:]
+    memo.write_text(json.dumps(rec))
+    again = find_local(spec, spec.files[0])  # main raised ChecksumError on the memo's word
+    assert again.sha256 == sound.sha256 == hashlib.sha256(own_mirror.read_bytes()).hexdigest()
+    assert json.loads(memo.read_text())["sha256"] == sound.sha256  # rewritten
+
+
+def test_verify_and_the_reader_catch_a_sigma_flipped_in_place(own_mirror, capsys):
+    from joker.bench.trials.sigma_cache import median_sigma_cached, sigma_key
+    from joker.data.sources import data_home
+    from joker.kernels import median_sigma
+
+    X = np.random.default_rng(0).normal(size=(300, 4))
+    value, cached = median_sigma_cached(X)
+    assert (value, cached) == (float(median_sigma(X, n=5000, seed=0)), False)
+    entry = data_home() / "sigma" / f"{sigma_key(X)}.json"
+    assert main(["verify", NAME]) == 0
+    assert f"OK       {data_home() / 'sigma'} sigma: 1 files, checks match" in capsys.readouterr().out
+    st = os.stat(entry)
+    text = entry.read_text()
+    at = text.index('"sigma": ') + len('"sigma": ') + 3  # a digit of the value: still valid JSON, same size
+    assert text[at].isdigit()
+    entry.write_text(text[:at] + str((int(text[at]) + 1) % 10) + text[at + 1:])
+    os.utime(entry, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert os.stat(entry).st_size == st.st_size
+    assert main(["verify", NAME]) == 1
+    assert f"CORRUPT  {entry}: its check does not match its contents" in capsys.readouterr().out
+    assert median_sigma_cached(X) == (value, False)  # computed again, and rewritten
+    assert median_sigma_cached(X) == (value, True)
+    assert main(["verify", NAME]) == 0

@@ -14,6 +14,12 @@ loader, subset or preprocessing can never reuse a stale value. Later trials
 read the number back: no trial repeats the O(m d) selection, and the
 figure of the first trial is like the others'. Writes are atomic, so
 parallel trials at worst compute the same value twice.
+
+Each file carries ``check``, the sha256 of its other fields
+(:func:`joker.data.cache_check.json_check`): a value damaged in place (a
+byte flipped, the size and time kept) reads as a mismatch and is computed
+again, as is an entry written before the check existed. ``python -m
+joker.data verify`` lists the damaged ones.
 """
 
 from __future__ import annotations
@@ -24,9 +30,11 @@ from pathlib import Path
 
 import numpy as np
 
+from joker.data.cache_check import json_check, read_checked_json
+
 from ..atomic import write_json_atomic
 
-__all__ = ["MEDIAN_N", "MEDIAN_SEED", "median_sigma_cached", "sigma_key"]
+__all__ = ["MEDIAN_N", "MEDIAN_SEED", "median_sigma_cached", "read_entry", "sigma_key"]
 
 #: Rows of the subsample the median heuristic draws (the paper's 5,000).
 MEDIAN_N = 5000
@@ -55,6 +63,16 @@ def sigma_key(X: np.ndarray, n: int = MEDIAN_N, seed: int = MEDIAN_SEED) -> str:
     for i in range(0, len(rows), step):  # blocks: no full copy of a memory-mapped matrix
         h.update(np.ascontiguousarray(rows[i:i + step]).tobytes())
     return h.hexdigest()[:24]
+
+
+def read_entry(path: Path) -> float | None:
+    """The bandwidth of a cache file, or None when it is absent, unreadable, unchecked or damaged."""
+    entry = read_checked_json(path)
+    try:
+        value = float(entry["sigma"]) if entry is not None else 0.0
+    except (KeyError, TypeError, ValueError):
+        return None
+    return value if value > 0 else None
 
 
 def median_sigma_cached(X: np.ndarray, cache_dir: Path | None = None, n: int = MEDIAN_N,
@@ -87,19 +105,16 @@ def median_sigma_cached(X: np.ndarray, cache_dir: Path | None = None, n: int = M
 
         cache_dir = data_home() / "sigma"
     path = Path(cache_dir) / f"{sigma_key(X, n, seed)}.json"
-    try:
-        value = float(json.loads(path.read_text())["sigma"])
-        if value > 0:
-            return value, True
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
+    cached = read_entry(path)
+    if cached is not None:
+        return cached, True
     from joker.kernels import median_sigma
 
     value = float(median_sigma(X, n=n, seed=seed))
+    entry = {"sigma": value, "n": int(n), "seed": int(seed), "shape": list(X.shape), "dtype": str(X.dtype)}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(path, {"sigma": value, "n": int(n), "seed": int(seed), "shape": list(X.shape),
-                                 "dtype": str(X.dtype)})
+        write_json_atomic(path, {**entry, "check": json_check(entry)})
     except OSError:  # a read-only cache only costs the recomputation
         pass
     return value, False
