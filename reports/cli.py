@@ -196,7 +196,8 @@ def build_report(tracking_uri: str | None = None, experiment: str | None = None,
     tables = _tables(cells) + tuned_tables + scaling_tables
     when = _dt.datetime.now().isoformat(timespec="seconds")
     rep.paths = _write(out, sel, rep, tables, failed, refs, when)
-    for title, frame in tables[:2]:  # the datasets and the metric table
+    # the datasets and the metric table, and after a tuned run the tuned metric table
+    for title, frame in _tables(cells)[:2] + tuned_tables[:1]:
         echo("")
         echo(title)
         echo(render.markdown(frame))

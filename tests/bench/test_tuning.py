@@ -179,7 +179,11 @@ def test_resume_skips_finished_configurations_and_final_fits(tuned):
 def test_report_has_the_tuned_table_and_figure(tuned, tmp_path):
     from reports.cli import build_report
 
-    rep = build_report(tuned["uri"], "test_tune", out=tmp_path / "r", echo=lambda *a: None)
+    lines = []
+    rep = build_report(tuned["uri"], "test_tune", out=tmp_path / "r", echo=lines.append)
+    # issue 43: the console (make report) shows the tuned metric table too, not only the untuned ones
+    assert lines.count("Tuned Table 4: test metric of the final fit (each method at its own best validation "
+                       "setting)") == 1
     md = (tmp_path / "r" / "table4.md").read_text()
     assert "Tuned Table 4: test metric" in md and "Tuned cells" in md
     assert "_test_tune_slow" in md and "| 4 " in md or "4 " in md

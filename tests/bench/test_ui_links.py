@@ -37,7 +37,28 @@ def test_the_makefile_calls_it_before_the_ui(tmp_path):
 def test_browse_hint_per_kind_of_store():
     default = "sqlite:///" + str(results_dir() / "mlflow.db")
     assert browse_hint(default, "7") == "make ui, then http://127.0.0.1:5000/#/experiments/7/runs"
-    assert browse_hint("sqlite:////x/m.db", "2") == (
-        "mlflow ui --backend-store-uri sqlite:////x/m.db, then http://127.0.0.1:5000/#/experiments/2/runs")
+    assert browse_hint("sqlite:////x/m.db", "2") == (  # the venv's python: a bare `mlflow` is not on PATH outside it
+        f"{sys.executable} -m mlflow ui --backend-store-uri sqlite:////x/m.db, then "
+        "http://127.0.0.1:5000/#/experiments/2/runs")
     assert browse_hint("http://me:pw@host:5000/", "3") == "http://me:***@host:5000/#/experiments/3/runs"
     assert runs_url("https://mlflow.example.org", "4") == "https://mlflow.example.org/#/experiments/4/runs"
+
+
+def test_report_hint_works_outside_the_venv():
+    """Issue 43: the closing lines said `python -m reports --experiment table4`, which fails outside the venv."""
+    from joker.bench.sweep.callbacks import report_hint
+
+    default = "sqlite:///" + str(results_dir() / "mlflow.db")
+    assert report_hint(default, "table4") == "make report REPORT_ARGS='--experiment table4'"
+    assert report_hint(default, "my sweep") == "make report REPORT_ARGS='--experiment '\"'\"'my sweep'\"'\"''"
+    assert report_hint("sqlite:////x/m.db", "smoke") == (
+        f"{sys.executable} -m reports --experiment smoke --tracking-uri sqlite:////x/m.db")
+    assert report_hint("http://me:pw@host:5000/", "a") == (
+        f"{sys.executable} -m reports --experiment a --tracking-uri 'http://me:***@host:5000/'")
+    # the printed command runs: argv as a shell splits it reaches reports' parser
+    import shlex
+
+    argv = shlex.split(report_hint("sqlite:////x/m.db", "smoke"))
+    assert argv[:3] == [sys.executable, "-m", "reports"]
+    out = subprocess.run(argv[:3] + ["--help"], capture_output=True, text=True, cwd="/", timeout=120)
+    assert out.returncode == 0 and "--tracking-uri" in out.stdout

@@ -22,6 +22,8 @@ Tracking-URI passwords are masked in everything this process logs
 from __future__ import annotations
 
 import logging
+import shlex
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -148,8 +150,28 @@ def browse_hint(uri: str, experiment_id: str) -> str:
     if uri.startswith(("http://", "https://")):
         return url
     make_ui = uri == "sqlite:///" + str(results_dir() / "mlflow.db")  # the store `make ui` serves
-    start = "make ui" if make_ui else f"mlflow ui --backend-store-uri {redact_uri(uri)}"
+    start = "make ui" if make_ui else f"{_python()} -m mlflow ui --backend-store-uri {shlex.quote(redact_uri(uri))}"
     return f"{start}, then {url}"
+
+
+def _python() -> str:
+    """The interpreter running the sweep (the venv's), so that a printed command works outside the venv too."""
+    return shlex.quote(sys.executable or "python")
+
+
+def report_hint(uri: str, experiment: str) -> str:
+    """The command that builds a sweep's report, as the closing lines print it.
+
+    ``make report`` for the default store (``results/mlflow.db``), else the
+    venv's python (a bare ``python`` outside the venv has no ``reports``)
+    with ``-m reports --experiment <name> --tracking-uri <uri>``.
+    """
+    from ..config.paths import results_dir
+
+    if uri == "sqlite:///" + str(results_dir() / "mlflow.db"):
+        return f"make report REPORT_ARGS={shlex.quote('--experiment ' + shlex.quote(experiment))}"
+    return (f"{_python()} -m reports --experiment {shlex.quote(experiment)} "
+            f"--tracking-uri {shlex.quote(redact_uri(uri))}")
 
 
 def _open_store(config: DictConfig) -> Any:
@@ -266,7 +288,7 @@ class BenchCallback(Callback):
         if state:
             print(
                 f"results: {redact_uri(state['tracking_uri'])} (experiment '{state['experiment']}')\n"
-                f"  report: python -m reports --experiment {state['experiment']}\n"
+                f"  report: {report_hint(state['tracking_uri'], state['experiment'])}\n"
                 f"  browse: {browse_hint(state['tracking_uri'], state['experiment_id'])}",
                 flush=True,
             )
