@@ -157,6 +157,33 @@ def test_summary_line_and_table():
         assert f" {label} " in summary.format_line({**s, "n_train": n})
 
 
+def test_long_file_dataset_names_keep_the_columns_in_place():
+    """Issue 43: a data set given by path pushed the status, metric and time columns out of place."""
+    s = {"method": "libsvm", "dataset": "a9a", "status": "ok", "metric": "test_accuracy", "value": 0.85,
+         "fit_seconds": 1.5, "fit_rss_mib": 12.0}
+    long = {**s, "dataset": "file:household_power_consumption.txt", "n_train": 20000,
+            "method": "a-very-long-method-id"}
+    short_line, long_line = summary.format_line(s, 3, 14), summary.format_line(long, 3, 14)
+    assert len(long_line) == len(short_line)
+    assert long_line.index(" ok ") == short_line.index(" ok ")
+    assert long_line.index("accuracy=85.00%") == short_line.index("accuracy=85.00%")
+    assert " a-very…thod-id file:ho…txt/20k ok " in long_line
+    assert summary.fit_column("hepc/20k", 15) == "hepc/20k"
+    assert [len(summary.fit_column("x" * n, 15)) for n in (14, 15, 16, 80)] == [14, 15, 15, 15]
+    table = summary.table([s, long]).splitlines()
+    assert table[0].index("status") == table[2].index("ok ") == table[3].index("ok ")
+
+
+def test_a_trivial_model_reads_ok_trivial_with_its_reason():
+    s = {"method": "libsvm", "dataset": "a9a", "status": "ok", "metric": "test_accuracy", "value": 0.76,
+         "trivial": "the decision function is constant (1 on every row)"}
+    lines = summary.format_line(s).splitlines()
+    assert " ok trivial  accuracy=76.00%" in lines[0]
+    assert lines[1] == "      trivial model: the decision function is constant (1 on every row)"
+    assert summary.table([s, {**s, "trivial": ""}]).endswith(
+        "2 trials: 2 ok (of which 1 trivial: no better than the trivial predictor)")
+
+
 def test_a_long_reason_wraps_whole_under_its_line():
     reason = ("libsvm: budget 'cpu-1g' (300 MiB): the process already held 398 MiB before the fit, "
               "leaving 0 MiB, which cannot hold the smallest setting (2 MiB for n=500, d=22)")

@@ -57,6 +57,28 @@ def dataset_label(s: dict[str, Any]) -> str:
     return f"{name}/{_rows(s['n_train'])}" if s.get("n_train") else name
 
 
+#: Widths of the method and dataset columns of a console line (:func:`format_line`, :func:`table`).
+METHOD_WIDTH, DATASET_WIDTH = 14, 15
+
+
+def fit_column(text: str, width: int) -> str:
+    """``text`` cut to at most ``width`` characters, its middle replaced by "…" (start and end kept).
+
+    A data set given by path (``file:household_power_consumption.txt/20k``)
+    would push the line's other columns out of place; its start (the kind)
+    and end (the size) say the most. The full name is in the record.
+
+    Examples
+    --------
+    >>> fit_column("file:household_power_consumption.txt/20k", 15)
+    'file:ho…txt/20k'
+    """
+    if len(text) <= width:
+        return text
+    head = (width - 1) // 2
+    return text[:head] + "…" + text[len(text) - (width - 1 - head):]
+
+
 def format_line(s: dict[str, Any], done: int | None = None, total: int | None = None) -> str:
     """A trial's console line: progress, method, dataset, status, metric, fit seconds, fit MiB; then its reason.
 
@@ -78,6 +100,8 @@ def format_line(s: dict[str, Any], done: int | None = None, total: int | None = 
         under it. A contended fit time carries
         :data:`CONTENDED_MARK`. The memory column is the method's fit
         memory (``fit_rss_mib``), blank for a trial that did not run.
+        A method or data set name longer than its column is cut in the
+        middle (:func:`fit_column`), so the columns stay in place.
     """
     prog = ""
     if done is not None:
@@ -87,7 +111,8 @@ def format_line(s: dict[str, Any], done: int | None = None, total: int | None = 
     mark = CONTENDED_MARK if s.get("contended") else ""
     status = str(s.get("status", "?")) + (" " + TRIVIAL_MARK if s.get("trivial") else "")
     line = (
-        f"{prog}{s.get('method', '?'):<14} {dataset_label(s):<15} "
+        f"{prog}{fit_column(str(s.get('method', '?')), METHOD_WIDTH):<{METHOD_WIDTH}} "
+        f"{fit_column(dataset_label(s), DATASET_WIDTH):<{DATASET_WIDTH}} "
         f"{status:<11} {_fmt_metric(s.get('metric'), s.get('value')):<22} "
         f"{'fit ' + format(secs, '.2f') + ' s' + mark if secs is not None else '-':<13} "
         f"{format(mib, '.0f') + ' MiB' if mib is not None else '-':>9}"
@@ -126,7 +151,7 @@ def table(summaries: list[dict[str, Any]]) -> str:
     if not summaries:
         return "no trial finished"
     header = (
-        f"{'method':<14} {'dataset':<15} {'status':<11} {'metric':<22} "
+        f"{'method':<{METHOD_WIDTH}} {'dataset':<{DATASET_WIDTH}} {'status':<11} {'metric':<22} "
         f"{'fit time':<13} {'fit mem':>9}"
     )
     lines = [header, "-" * len(header)]
