@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import sys
 import zipfile
 from pathlib import Path
@@ -64,10 +65,11 @@ def _fetch_into(url: str, part: Path, *, progress: bool, timeout, retries: int,
                     mode, pos = "wb", 0
                 length = r.headers.get("Content-Length")
                 total = pos + int(length) if length is not None else None
+                size = shutil.get_terminal_size((80, 24))  # a 0 x 0 pty: tqdm drew nothing at 0 x -1
                 with open(part, mode) as f, tqdm(
                     total=total, initial=pos, unit="B", unit_scale=True,
                     unit_divisor=1024, desc=label, file=sys.stderr,
-                    disable=not progress, leave=True,
+                    disable=not progress, leave=True, ncols=size.columns, nrows=size.lines,
                 ) as bar:
                     for block in r.iter_content(chunk_size=_CHUNK):
                         f.write(block)

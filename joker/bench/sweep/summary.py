@@ -172,7 +172,10 @@ class Ticker:
     """A live "running for N s" indicator of the current trial.
 
     Drawn with tqdm on a terminal (stderr); silent when stderr is not a TTY
-    (CI logs get the one-line summaries only).
+    (CI logs get the one-line summaries only). Its width is the terminal's,
+    or 80 x 24 when the terminal reports none (a pseudo-terminal of size
+    0 x 0, as ``script`` or an ssh session without a size give): tqdm read
+    0 columns and -1 rows there and drew nothing (issue 43).
     """
 
     def __init__(self, label: str, timeout_s: float, enabled: bool | None = None) -> None:
@@ -180,10 +183,14 @@ class Ticker:
         if enabled is None:
             enabled = sys.stderr.isatty()
         if enabled:
+            import shutil
+
             from tqdm import tqdm
 
+            size = shutil.get_terminal_size((80, 24))  # a 0 x 0 pty: 80 x 24, not tqdm's 0 x -1
             self.bar = tqdm(
-                total=round(timeout_s), desc=label, unit="s", leave=False,
+                total=round(timeout_s), desc=label, unit="s", leave=False, file=sys.stderr,
+                ncols=min(WIDTH, size.columns), nrows=size.lines,
                 bar_format="{desc} {elapsed} (limit {total} s) {bar}",
             )
         self._last = 0.0
