@@ -270,9 +270,6 @@ class Adapter(Planning, abc.ABC):
             value = self.options[key]
             if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
                 raise ValueError(f"{self.name}: option {key} must be an integer >= 1, got {value!r}")
-        if self.options.get("time_target_s") is not None:  # the time-aware plans' own target (seconds)
-            self.options["time_target_s"] = positive_float(f"{self.name}: option time_target_s",
-                                                           self.options["time_target_s"])
         self.plan_: dict[str, Any] | None = None
         self.classes_: np.ndarray | None = None
         self.n_features_in_: int | None = None

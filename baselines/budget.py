@@ -57,11 +57,14 @@ class Budget:
         Host memory the process already held before the fit (same use).
     time_s : float or None, default None
         Seconds left for fit and prediction when the plan is made (the
-        trial's wall-clock limit minus what it already spent). CPU plans of
-        the methods whose model size sets their time (Falkon's ``M``,
-        EigenPro's centres and epochs, the low-rank IPM's rank) keep their predicted fit within
-        :data:`FIT_TIME_SHARE` of it; ``None``: no limit from the trial (an
-        adapter's ``time_target_s`` option still caps them).
+        trial's wall-clock limit minus what it already spent). The CPU plan
+        of every method whose model size sets its time (Falkon's ``M``,
+        EigenPro's centres and epochs, the low-rank IPM's rank, Joker's
+        ``M``) keeps its predicted fit within
+        :data:`baselines.planning.FIT_TIME_SHARE` of it, the same rule for
+        every method of a cell; ``None``: no limit from the trial (no
+        per-method time target exists: ``docs/contracts.md``, "One budget per
+        cell").
 
     Raises
     ------

@@ -53,7 +53,12 @@ class Planning:
     on_gpu: bool
 
     def _finish_plan(self, budget: Budget, n: int, d: int, chosen: dict[str, Any]) -> dict[str, Any]:
-        """Refuse a plan over the memory budget or the trial's seconds; add ``budget``, ``budget_bytes``, the work.
+        """Refuse a plan over the memory budget or the trial's seconds; record the shared budget and the work.
+
+        Adds ``budget`` (its name), ``budget_bytes`` (the budgeted device's
+        bytes), ``time_budget_s`` (the seconds the trial had left, None
+        without a limit), ``fit_time_share`` and, when :meth:`_work` states
+        it, ``work_flops`` and ``work``.
 
         Raises
         ------
@@ -67,7 +72,9 @@ class Planning:
                               if isinstance(v, numbers.Integral) and not isinstance(v, bool)
                               and not k.endswith("_bytes") and not k.startswith(("max_", "cache_")))
             raise BudgetError(budget_error(self.name, budget, self.on_gpu, chosen["est_bytes"], n, d, knobs))
-        chosen = {**chosen, "budget": budget.name, "budget_bytes": int(limit)}
+        # the one budget of the cell, recorded in every plan (docs/contracts.md, "One budget per cell")
+        chosen = {**chosen, "budget": budget.name, "budget_bytes": int(limit), "time_budget_s": budget.time_s,
+                  "fit_time_share": FIT_TIME_SHARE}
         work = self._work(n, d, chosen)
         if work is not None:  # the arithmetic a timeout's reason quotes (joker.bench.trials.runner.classify)
             chosen["work_flops"], chosen["work"] = float(work[0]), str(work[1])
@@ -134,8 +141,8 @@ class Planning:
         Parameters
         ----------
         budget : Budget
-            Its ``time_s`` and the option ``time_target_s`` set the limit
-            (:meth:`_time_limit`); neither (or a GPU adapter): no cap.
+            Its ``time_s`` sets the limit (:meth:`_time_limit`); without it
+            (or on a GPU): no cap.
         n, d : int
             Training rows and features.
         hi : int
@@ -172,21 +179,54 @@ class Planning:
                    "kernel_passes": float(passes), "predicted_fit_s": seconds(m), "time_reason": why}
 
     def _time_limit(self, budget: Budget) -> tuple[float, str] | None:
-        """Seconds a time-aware CPU plan gives the fit, and their origin in words; ``None``: no time cap.
+        """Seconds a CPU plan gives its predicted fit, and their origin in words; ``None``: no time cap.
 
-        The smaller of the option ``time_target_s`` (when the adapter has it
-        and it is set) and ``FIT_TIME_SHARE * budget.time_s`` (when the
-        budget carries a time). GPU adapters are not time-capped.
+        The one rule of every adapter (``docs/contracts.md``, "One budget per
+        cell"): ``FIT_TIME_SHARE * budget.time_s``, where ``budget.time_s``
+        is what the trial has left of its wall-clock limit, the same
+        ``timeout_s`` for every method of a cell (the harness refuses a
+        per-method one, :func:`joker.bench.config.schema.resolve_trial`).
+        ``None`` when the budget carries no time or on a GPU (GPU plans are
+        sized by memory, ``docs/contracts.md``, "GPU plans of the adapters").
         """
-        if self.on_gpu:
+        if self.on_gpu or budget.time_s is None:
             return None
-        found = []
-        if self.options.get("time_target_s") is not None:
-            found.append((float(self.options["time_target_s"]), f"time_target_s = {self.options['time_target_s']:g} s"))
-        if budget.time_s is not None:
-            found.append((FIT_TIME_SHARE * budget.time_s,
-                          f"{FIT_TIME_SHARE:g} of the {budget.time_s:.0f} s the trial had left"))
-        return min(found) if found else None
+        return (FIT_TIME_SHARE * budget.time_s,
+                f"the shared budget ({FIT_TIME_SHARE:g} of the {budget.time_s:.0f} s the trial had left)")
+
+    def _time_pick(self, budget: Budget, sizes: list[int], seconds_of: Any, knob: str, model: str
+                   ) -> tuple[int, dict[str, Any]] | None:
+        """The largest of ``sizes`` (descending, all within memory) whose predicted fit fits the shared budget.
+
+        For the adapters whose model sizes are a list (Joker's halvings of
+        ``M``, the IPM's ranks) rather than an interval (:meth:`_time_cap`).
+
+        Parameters
+        ----------
+        budget : Budget
+        sizes : list of int
+            Candidate sizes, largest first (the memory plan's choice first).
+        seconds_of : callable
+            ``seconds_of(size) -> float``: predicted fit seconds (non-decreasing in the size).
+        knob : str
+            The size's name in the reason (``"M"``, ``"rank"``).
+        model : str
+            The cost model in words (``"6 epochs of ..."``), for the reason.
+
+        Returns
+        -------
+        (int, dict) or None
+            The size (the smallest when none fits) and ``time_limit_s``,
+            ``predicted_fit_s``, ``time_reason``; None without a time limit.
+        """
+        limit = self._time_limit(budget)
+        if limit is None or not sizes:
+            return None
+        size = next((m for m in sizes if seconds_of(m) <= limit[0]), sizes[-1])
+        fits = seconds_of(size) <= limit[0]
+        why = (f"{knob} <= {size}: {model} = {seconds_of(size):.3g} s, "
+               f"{'within' if fits else 'still over (the smallest size tried)'} {limit[1]}; memory allowed {sizes[0]}")
+        return size, {"time_limit_s": limit[0], "predicted_fit_s": seconds_of(size), "time_reason": why}
 
     def _work(self, n: int, d: int, plan: dict[str, Any]) -> tuple[float, str] | None:
         """The fit's dominant arithmetic under ``plan``: (flops, formula in words), or None when unknown.
