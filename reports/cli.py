@@ -42,7 +42,7 @@ RUN_COLUMNS = ["run_id", "dataset", "budget", "method", "variant", "seed",
                "metric_name", "metric", "fit_seconds", "predict_seconds",
                "memory_mib", "memory_source", "peak_rss_mib", "baseline_rss_mib",
                "gpu_mib", "peak_gpu_mib", "fit_cpu_seconds", "fit_load_avg",
-               "cpu_utilisation", "contended", "contended_reason", "n_train",
+               "cpu_utilisation", "contended", "contended_reason", "trivial_model", "trivial_reason", "n_train",
                "n_test", "n_features", "scale", "device", "threads", "dual_gap",
                "kkt_residual", "converged", "config_hash"]
 #: Where reports go by default: one folder per experiment below it.
@@ -151,6 +151,10 @@ def build_report(tracking_uri: str | None = None, experiment: str | None = None,
     for _, f in failed.iterrows():
         echo(f"  {f['status']}: {f['dataset']}/{f['method']}/{f['budget']} "
              f"seed {f['seed']}: {f['reason'] or ''}")
+    if len(runs):  # an ok run whose model is no better than the trivial predictor (tag trivial_model)
+        for _, t in runs[runs["trivial_model"].astype(str) == "1"].iterrows():
+            echo(f"  trivial model (ok, but its metric says nothing of the method): {t['dataset']}/{t['method']}/"
+                 f"{t['budget']} seed {t['seed']}: {t['trivial_reason'] or ''}")
     for note in render.footnotes(cells) if len(cells) else []:
         echo(f"  note: {note}")
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 from mlflow.entities import ViewType
 from mlflow.tracking import MlflowClient
 
-from conftest import seed_store
 from joker.bench.records.tracking import hide_empty_default
 
 
@@ -33,8 +32,7 @@ def test_a_plain_run_leaves_one_experiment(run_bench, tmp_path):
 
 
 def test_a_default_with_runs_or_on_a_server_is_kept(tmp_path):
-    seed_store(tmp_path)
-    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    uri = f"sqlite:///{tmp_path}/mlflow.db"  # created (with its Default) by the first call
     client = MlflowClient(tracking_uri=uri)
     client.create_run("0")
     assert hide_empty_default(client, uri) is False
