@@ -148,5 +148,9 @@ def test_closing_lines_link_the_runs_table(failures):
     uri, runs, out, _ = failures
     exp_id = next(iter(runs.values())).info.experiment_id
     # MLflow 3 opens an experiment on its GenAI overview; the link goes to the runs (issue 26)
-    assert (f"  browse: mlflow ui --backend-store-uri {uri}, then "
+    import sys
+
+    assert (f"  browse: {sys.executable} -m mlflow ui --backend-store-uri {uri}, then "  # the venv's (issue 43)
             f"http://127.0.0.1:5000/#/experiments/{exp_id}/runs") in out.splitlines()
+    assert (f"  report: {sys.executable} -m reports --experiment test_failures --tracking-uri {uri}"
+            in out.splitlines())
