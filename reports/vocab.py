@@ -15,6 +15,7 @@ import re
 # that carry no ``install_hint`` tag (one list, kept by the adapters' registry).
 from baselines.registry import INSTALL_HINTS  # noqa: F401
 from joker.bench.records.record import STATUSES  # noqa: F401  (trial statuses of the contract, in display order)
+from joker.bench.settings.table import SETTINGS_TAGS
 
 #: Tags of the trial record kept as plain columns.
 TAG_KEYS = (
@@ -24,6 +25,7 @@ TAG_KEYS = (
     "scale", "device", "contended", "contended_reason", "skip_kind",
     "install_hint", "record_schema",
     "tuning", "tuning_cell", "tuning.sigma_factor", "tuning.lam", "tuning.n_configs",
+    *SETTINGS_TAGS,  # which settings a trial used (reports/settings.py)
 )
 
 # Metrics (MiB, s, ratios) of the record.
