@@ -120,7 +120,7 @@ smoke: install
 # written into conf/tuned/<scale>.yaml before the report (docs/tuning.md); later runs use them by default.
 reproduce-table4: install
 	$(PY) -m joker.bench --config-name table4 $(ARGS)
-	$(if $(filter tune=true,$(ARGS)),$(PY) -m joker.bench.settings --scale $(TUNE_SCALE) $(TUNE_URI))
+	$(if $(filter tune=true,$(ARGS)),$(PY) -m joker.bench.records.settings_writer --scale $(TUNE_SCALE) $(TUNE_URI))
 	$(PY) -m reports --experiment table4 $(REPORT_ARGS)
 
 # The tuned-settings table conf/tuned/<scale>.yaml from the tune=true records of experiment table4
@@ -128,7 +128,7 @@ reproduce-table4: install
 TUNE_SCALE = $(or $(patsubst scale=%,%,$(filter scale=%,$(ARGS))),local)
 TUNE_URI = $(addprefix --uri ,$(patsubst mlflow.tracking_uri=%,%,$(filter mlflow.tracking_uri=%,$(ARGS))))
 tune-settings: $(STAMP)
-	$(PY) -m joker.bench.settings --scale $(TUNE_SCALE) $(TUNE_URI) $(SETTINGS_ARGS)
+	$(PY) -m joker.bench.records.settings_writer --scale $(TUNE_SCALE) $(TUNE_URI) $(SETTINGS_ARGS)
 
 report: install
 	$(PY) -m reports $(REPORT_ARGS)

@@ -2,7 +2,7 @@
 
 A trial of a sweep with ``settings_source=tuned`` (``sweeps/table4.yaml``)
 runs at its cell's row of ``conf/tuned/<scale>.yaml`` when the table has
-one, else untuned (:mod:`joker.bench.settings.table`); its record says
+one, else untuned (:mod:`joker.bench.config.settings_table`); its record says
 which in the tags ``settings_source`` (``tuned`` or ``untuned (<why>)``),
 ``settings_file``, ``settings_version``, ``settings_sha256``,
 ``settings_row_run`` (the tuned final fit the row came from) and

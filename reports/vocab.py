@@ -14,8 +14,7 @@ import re
 # INSTALL_HINTS: one-line install command of the optional libraries, for records
 # that carry no ``install_hint`` tag (one list, kept by the adapters' registry).
 from baselines.registry import INSTALL_HINTS  # noqa: F401
-from joker.bench.records.record import STATUSES  # noqa: F401  (trial statuses of the contract, in display order)
-from joker.bench.settings.table import SETTINGS_TAGS
+from joker.bench.records.record import SETTINGS_TAGS, STATUSES  # noqa: F401  (trial statuses of the contract, in display order)
 
 #: Tags of the trial record kept as plain columns.
 TAG_KEYS = (

@@ -1,7 +1,7 @@
 """Tuned settings by default (issue 40, item 2): the versioned per-scale table, its provenance, its use.
 
 The end-to-end test tunes the test method ``_test_tune`` (tests/bench/conf/tune.yaml, a 2 x 2 grid on a
-tiny problem) into a temporary store, writes the table with ``python -m joker.bench.settings``, checks
+tiny problem) into a temporary store, writes the table with ``python -m joker.bench.records.settings_writer``, checks
 that every row's run ids are runs of that store and its validation metric is the recorded one, then runs
 the same cells untuned with ``settings_source=tuned`` and again after a row is edited by hand: the records
 and the report show the row's (then the edited row's) lam and sigma, and a cell without a row says so.
@@ -17,7 +17,7 @@ from mlflow.tracking import MlflowClient
 
 from joker.bench.config.spec import ConfigError
 from joker.bench.records.identity import config_hash
-from joker.bench.settings.table import apply_settings, check_row, load_table, merge_rows
+from joker.bench.config.settings_table import apply_settings, check_row, load_table, merge_rows
 
 pytestmark = pytest.mark.timeout(400)
 
@@ -43,7 +43,7 @@ def _row(**kw):
 # ------------------------------------------------------------ pure parts
 def test_untuned_gives_todays_spec_and_a_missing_table_or_row_says_so(tmp_path):
     from joker.bench.config.schema import resolve_trial
-    from joker.bench.settings.table import settings_for
+    from joker.bench.config.settings_table import settings_for
 
     for method in ("falkon", "libsvm"):
         cfg = _compose(["dataset=a9a", f"method={method}", "settings_source=untuned"])
@@ -76,6 +76,9 @@ def test_a_row_sets_lam_sigma_factor_epsilon_factor_and_options(tmp_path):
     table = load_table(path)
     spec, tags = apply_settings(resolve_trial(_compose(["dataset=a9a", "method=falkon"])), "tuned", path)
     assert spec.lam == 0.01 and spec.tuning == {"stage": "settings", "sigma_factor": 2.0}
+    from joker.bench.records.record import SETTINGS_TAGS  # what the report reads
+
+    assert set(tags) == set(SETTINGS_TAGS)
     assert tags == {"settings_source": "tuned", "settings_file": str(path), "settings_version": "1",
                     "settings_sha256": table["sha256"], "settings_row_run": "f1", "settings_row_val": "val_accuracy=0.85"}
     base = resolve_trial(_compose(["dataset=hepc", "method=libsvm"]))
@@ -125,7 +128,7 @@ def test_table_provenance_resolves_and_a_changed_row_shows_in_the_report(run_ben
     tuned = run_bench(["--config-name", "tune", "method=_test_tune"], store, test_conf=True, timeout=300)
     assert tuned.returncode == 0, tuned.stdout[-5000:]
     table_path = tmp_path / "test.yaml"
-    write = subprocess.run([sys.executable, "-m", "joker.bench.settings", "--scale", "test", "--experiment",
+    write = subprocess.run([sys.executable, "-m", "joker.bench.records.settings_writer", "--scale", "test", "--experiment",
                             "test_tune", "--uri", uri, "--file", str(table_path)],
                            capture_output=True, text=True, timeout=120)
     assert write.returncode == 0, write.stdout + write.stderr

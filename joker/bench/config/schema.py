@@ -285,7 +285,7 @@ class BenchConfig:
         ``tuned`` (``sweeps/table4.yaml``): an untuned trial whose (dataset,
         method, budget) has a row in the tuned-settings table of its scale
         runs at that row's sigma factor, lam and epsilon factor
-        (:mod:`joker.bench.settings.table`); a cell without a row runs
+        (:mod:`joker.bench.config.settings_table`); a cell without a row runs
         untuned, and every record says which (tag ``settings_source``).
         Not read under ``tune=true`` (the search starts from the untuned setting).
     settings_file : str or None

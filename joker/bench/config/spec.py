@@ -264,7 +264,7 @@ class TrialSpec:
         ...}`` (``lam`` is also the spec's): the ordinary trial at the chosen
         setting, the bandwidth ``sigma_factor`` times the dataset's. A trial
         at the tuned-settings table's row (``settings_source=tuned``,
-        :mod:`joker.bench.settings.table`): ``{"stage": "settings",
+        :mod:`joker.bench.config.settings_table`): ``{"stage": "settings",
         "sigma_factor"[, "epsilon_factor"]}`` (``lam`` is the spec's).
 
     Raises

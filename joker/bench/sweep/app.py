@@ -87,7 +87,7 @@ def run_job(cfg: Any, progress: bool | None = None) -> dict[str, Any]:
         The trial summary (method, dataset, status, reason, metric, value,
         fit_seconds, peak_rss_mib, run_id, config_hash, cached).
     """
-    from ..settings.table import settings_for
+    from ..config.settings_table import settings_for
 
     spec, settings_tags = settings_for(cfg, resolve_trial(cfg))  # the tuned-settings table's row, if any
     chash = config_hash(spec)
@@ -117,7 +117,7 @@ def _run_plain(cfg: Any, spec: TrialSpec, chash: str, ctx: dict[str, Any], store
                settings_tags: dict[str, str] | None = None) -> dict[str, Any]:
     """One ordinary trial: its finished record (resume), else run in a fresh process and recorded.
 
-    ``settings_tags`` (:func:`joker.bench.settings.table.apply_settings`) go
+    ``settings_tags`` (:func:`joker.bench.config.settings_table.apply_settings`) go
     into the record; a cached record gets them too (the same spec: they say
     which settings this sweep's cell used).
     """
@@ -225,7 +225,7 @@ def record_lost_trial(
     state = read_sweep_state(sweep_dir)
     if not state:
         raise RuntimeError(f"no sweep state in {sweep_dir}: cannot record job {job_num}")
-    from ..settings.table import settings_for
+    from ..config.settings_table import settings_for
 
     spec, settings_tags = settings_for(cfg, resolve_trial(cfg))  # the job's spec, as run_job made it
     chash = config_hash(spec)

@@ -100,7 +100,7 @@ def check_config(config: DictConfig) -> None:
     try:
         if not _path_swept(config):
             spec = resolve_trial(config)
-            from ..settings.table import settings_for
+            from ..config.settings_table import settings_for
 
             settings_for(config, spec)  # settings_source and the tuned-settings table: a bad one before any trial
             if config.get("tune"):  # the grid and split too: a bad tuning value before any trial

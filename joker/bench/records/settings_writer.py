@@ -1,4 +1,16 @@
-"""The rows of a settings table from a ``tune=true`` sweep's MLflow records.
+"""The tuned-settings table from a ``tune=true`` sweep's MLflow records (and its command line).
+
+``python -m joker.bench.records.settings_writer --scale local`` (``make
+tune-settings``) reads the tuned final fits of one experiment (default
+``table4``) at one scale and merges them into ``conf/tuned/<scale>.yaml``
+(:func:`joker.bench.config.settings_table.merge_rows`): new cells are
+added, a cell tuned again replaces its row (``--no-replace`` refuses), and
+every replaced row is kept whole in the file's ``history`` with the new
+version's date, commit and store. It prints what it added, changed and left
+out. Exit status 0 written (or unchanged), 1 when no tuned final fit ended
+ok, 2 on a bad store, experiment or table.
+
+The rows (:func:`tuned_rows`):
 
 One row per tuned cell (dataset, method, budget) whose final fit
 (tag ``tuning=final``, :mod:`joker.bench.sweep.tuned`) ended ``ok`` at the
@@ -16,7 +28,16 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any
 
-__all__ = ["tuned_rows"]
+import argparse
+import sys
+from pathlib import Path
+
+from ..config.settings_table import default_path, merge_rows
+from ..config.spec import ConfigError
+from .provenance import git_info
+from .tracking import resolve_uri
+
+__all__ = ["tuned_rows", "main"]
 
 
 def _iso(ms: int | None) -> str:
@@ -33,7 +54,7 @@ def _float(text: Any) -> float | None:
 
 
 def tuned_rows(uri: str, experiment: str, scale: str) -> tuple[list[dict[str, Any]], list[str]]:
-    """Rows for :func:`joker.bench.settings.table.merge_rows` from one experiment's tuned final fits.
+    """The rows of a settings table from one experiment's tuned final fits.
 
     Parameters
     ----------
@@ -47,7 +68,7 @@ def tuned_rows(uri: str, experiment: str, scale: str) -> tuple[list[dict[str, An
     Returns
     -------
     rows : list of dict
-        One per (dataset, method, budget): the newest unsuperseded final
+        For :func:`joker.bench.config.settings_table.merge_rows`; one per (dataset, method, budget): the newest unsuperseded final
         fit of the lowest repetition that ended ok.
     left_out : list of str
         One line per cell with no row (its final fit's status and reason).
@@ -59,7 +80,7 @@ def tuned_rows(uri: str, experiment: str, scale: str) -> tuple[list[dict[str, An
     """
     from mlflow.tracking import MlflowClient
 
-    from ..records.tracking import SUPERSEDED_TAG
+    from .tracking import SUPERSEDED_TAG
 
     client = MlflowClient(tracking_uri=uri)
     exp = client.get_experiment_by_name(experiment)
@@ -103,3 +124,50 @@ def _search_rows(params: dict[str, str]) -> int | None:
     """The search's row cap (param ``tuning.max_rows``; ``None``: all training rows)."""
     v = _float(params.get("tuning.max_rows"))
     return int(v) if v is not None else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; return the exit status (0 written or unchanged, 1 no row, 2 error)."""
+    ap = argparse.ArgumentParser(prog="python -m joker.bench.records.settings_writer",
+                                 description=__doc__.split("\n\n")[0])
+    ap.add_argument("--scale", required=True, help="the sweep's scale (local, full, paper)")
+    ap.add_argument("--experiment", default="table4", help="the tune=true sweep's experiment (default table4)")
+    ap.add_argument("--uri", default=None, help="MLflow tracking URI (default: the harness's store)")
+    ap.add_argument("--file", default=None, type=Path, help="the table (default conf/tuned/<scale>.yaml)")
+    ap.add_argument("--no-replace", action="store_true", help="refuse to change an existing row")
+    ap.add_argument("--dry-run", action="store_true", help="print the rows, write nothing")
+    args = ap.parse_args(argv)
+    uri = resolve_uri(args.uri)
+    path = args.file or default_path(args.scale)
+    try:
+        rows, left_out = tuned_rows(uri, args.experiment, args.scale)
+    except LookupError as exc:
+        print(f"settings: {exc}", file=sys.stderr)
+        return 2
+    for line in left_out:
+        print(f"settings: no row (cell stays untuned): {line}")
+    if not rows:
+        print(f"settings: no tuned final fit ended ok in experiment {args.experiment!r} at scale={args.scale} "
+              f"({uri}); run the sweep with tune=true first", file=sys.stderr)
+        return 1
+    if args.dry_run:
+        for r in rows:
+            print(f"settings: would write {r['dataset']}/{r['method']}/{r['budget']}: sigma_factor="
+                  f"{r['sigma_factor']} lam={r['lam']} epsilon_factor={r['epsilon_factor']} "
+                  f"{r['val_metric']}={r['val_value']} (final run {r['final_run']})")
+        return 0
+    git = git_info()
+    try:
+        done = merge_rows(path, args.scale, rows, {"commit": git["git_commit"], "git_dirty": git["git_dirty"],
+                                                   "experiment": args.experiment, "tracking_uri": uri},
+                          replace=not args.no_replace)
+    except ConfigError as exc:
+        print(f"settings: {exc}", file=sys.stderr)
+        return 2
+    print(f"settings: {path} version {done['version']}: {len(done['added'])} added, {len(done['changed'])} "
+          f"changed (old rows kept in its history), {len(done['unchanged'])} unchanged")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

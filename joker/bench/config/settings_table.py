@@ -19,14 +19,15 @@ commit of the final fit. The file is YAML (PyYAML, no Hydra, no pandas)::
       - {version: 3, date: ..., commit: ..., experiment: table4, tracking_uri: ...,
          rows: [a9a/falkon/cpu-4g], replaced: [{...the old row...}]}
 
-A table is written by :func:`merge_rows` (``python -m joker.bench.settings``,
+A table is written by :func:`merge_rows` (``python -m joker.bench.records.settings_writer``,
 from a ``tune=true`` sweep's records) and read by :func:`apply_settings`
 for every untuned trial of a sweep with ``settings_source=tuned``. A cell
 with no row (a new method, a scale without a file) runs untuned and its
 record says so (tag ``settings_source``); nothing falls back silently.
 
-No Hydra, MLflow or pandas here: :mod:`joker.bench.settings.collect` reads
-the store.
+No Hydra, MLflow or pandas here: :mod:`joker.bench.records.settings_writer`
+reads the store. The tags a record gets are
+:data:`joker.bench.records.record.SETTINGS_TAGS`.
 """
 
 from __future__ import annotations
@@ -38,18 +39,14 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ..config.spec import ConfigError, TrialSpec
+from .spec import ConfigError, TrialSpec
 
-__all__ = ["SOURCES", "SETTINGS_TAGS", "ROW_KEYS", "PROVENANCE_KEYS", "default_path", "load_table", "find_row",
+__all__ = ["SOURCES", "ROW_KEYS", "PROVENANCE_KEYS", "default_path", "load_table", "find_row",
            "settings_for",
            "check_row", "apply_settings", "merge_rows", "dump_table", "row_key"]
 
 #: Values of the sweep key ``settings_source``: ``tuned`` reads the table, ``untuned`` the dataset's own setting.
 SOURCES = ("tuned", "untuned")
-
-#: Tags a trial's record carries about the settings it used (``docs/tuning.md``).
-SETTINGS_TAGS = ("settings_source", "settings_file", "settings_version", "settings_sha256",
-                 "settings_row_run", "settings_row_val")
 
 #: The settings keys of a row (what a trial uses).
 SETTING_KEYS = ("sigma_factor", "lam", "epsilon_factor", "options")
@@ -71,7 +68,7 @@ def default_path(scale: str, root: Path | None = None) -> Path:
     root : pathlib.Path, optional
         Repository root; default :func:`joker.bench.config.paths.repo_root`.
     """
-    from ..config.paths import repo_root
+    from .paths import repo_root
 
     return Path(root or repo_root()) / "conf" / "tuned" / f"{scale}.yaml"
 
@@ -191,7 +188,7 @@ def find_row(table: dict[str, Any] | None, dataset: str, method: str, budget: st
 
 def _shown(path: Path) -> str:
     """``path`` relative to the repository root when inside it (what a record names)."""
-    from ..config.paths import repo_root
+    from .paths import repo_root
 
     try:
         return str(Path(path).resolve().relative_to(repo_root().resolve()))
@@ -225,7 +222,7 @@ def apply_settings(spec: TrialSpec, source: str, path: Path | None = None,
         method's ``epsilon`` by them, as for a tuned final fit) and the
         row's ``options`` are merged over the method's.
     tags : dict
-        :data:`SETTINGS_TAGS`: ``settings_source`` (``tuned``, or
+        :data:`joker.bench.records.record.SETTINGS_TAGS`: ``settings_source`` (``tuned``, or
         ``untuned (...)`` with the reason: ``settings_source=untuned``,
         ``no settings file <path>``, ``no tuned row for <key> in <path>``,
         ``tune=true``), and for a tuned trial the file, its version and
@@ -359,7 +356,7 @@ def dump_table(table: dict[str, Any]) -> str:
         return yaml.safe_dump(obj, default_flow_style=True, sort_keys=False, width=10**6).strip()
 
     lines = [f"# Tuned settings at scale={table['scale']} (Table A.3 of the paper, here): written by",
-             "# `python -m joker.bench.settings` from a tune=true sweep's records; read by every untuned",
+             "# `python -m joker.bench.records.settings_writer` from a tune=true sweep's records; read by every untuned",
              "# trial of a sweep with settings_source=tuned (docs/tuning.md). Edit a row by hand only with a note.",
              f"scale: {table['scale']}", f"version: {table['version']}", f"updated: '{table['updated']}'", "rows:"]
     lines += [f"  - {one(_plain_row(r))}" for r in table["rows"]]
