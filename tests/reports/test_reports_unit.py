@@ -328,7 +328,7 @@ def test_output_files(fake_report):
     assert all(r in tex for r in (r"\toprule", r"\midrule", r"\bottomrule"))
     assert "✓" not in tex and r"\checkmark{}" in tex and "–" not in tex
     html = p["html"].read_text()
-    assert html.count("data:image/png;base64,") == 3
+    assert html.count("data:image/png;base64,") == 5  # metric_vs_time (under the verdict), pareto, 3 more
     assert html.count('<div class="box"><table') >= 6  # every table scrolls in its box
     assert "shared/" not in html and "shared/" not in md
     for run_id in fake_report.selection.skipped["run_id"]:
