@@ -115,7 +115,7 @@ class EpochAdapter(Adapter):
         modelled as ``epochs * n * _epoch_entries(n, p)`` kernel entries at
         the measured pace (:func:`baselines.pace.kernel_entry_seconds`;
         :meth:`_epoch_seconds`) and ``p`` is lowered until that fits the
-        limit of :meth:`Adapter._time_limit`; when even
+        limit of :meth:`Planning._time_limit`; when even
         ``_min_timed_centres`` centres do not fit ``epochs`` epochs, the
         epochs are lowered first (at least 1: early stopping is these
         solvers' regulariser) and ``p`` sized for them. Not modelled: the

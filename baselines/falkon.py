@@ -184,9 +184,8 @@ class FalkonFamily(Adapter):
         "plateau_rtol": 1e-3,
         "rise_tol": 0.05,
         "check_divergence": True,
-        "time_target_s": None,
     }
-    option_kinds = {"M": "int", "keops": "str", "time_target_s": "number"}
+    option_kinds = {"M": "int", "keops": "str"}
 
     def _plan(self, budget: Budget, n: int, d: int) -> dict[str, Any]:
         if self.on_gpu:
@@ -212,16 +211,39 @@ class FalkonFamily(Adapter):
             M = min(int(M), n)
         else:
             M = max(1, min(cap, largest_m(room, dsz, d)))
+            allowed = M
             capped = self._time_cap(budget, n, d, M, self._kernel_passes(), "M")
             if capped is not None:
                 M, timed = capped
                 why = timed["time_reason"] + "; memory: " + why
+            why += self._sqrt_n_note(n, M, allowed, timed)
         pc_bytes = dsz * (2 * M * M + M * (d + 4))
         block = max(MIN_BLOCK_BYTES, budget.host_bytes - data - pc_bytes)
         return {"M": M, "pc_bytes": int(pc_bytes), "est_bytes": int(data + pc_bytes + block),
                 "max_cpu_mem": int(block), "plan_reason": why, **timed}
 
     positive_int_options = ("max_M", "large_n", "large_n_max_M")
+
+    @staticmethod
+    def _sqrt_n_note(n: int, M: int, allowed: int, timed: dict[str, Any]) -> str:
+        """When the plan's M is below sqrt(n), the advice and which budget forbids it, with the arithmetic.
+
+        Falkon's maintainers advise M >= sqrt(n) (FalkonML/falkon#52; the
+        statistical rate of Rudi et al. 2017, Theorem 3, holds from
+        M ~ sqrt(n) centres). ``""`` when M reaches it.
+        """
+        need = math.isqrt(n - 1) + 1 if n > 1 else 1  # ceil(sqrt(n))
+        if M >= need:
+            return ""
+        note = f"; M = {M} < sqrt(n) = {need} (FalkonML/falkon#52 advises M >= sqrt(n))"
+        if allowed < need:
+            return note + f": memory and the caps allow at most M = {allowed}"
+        if timed:
+            per_m = timed["predicted_fit_s"] / max(M, 1)
+            return note + (f": M = {need} is predicted at {timed['kernel_passes']:g} x n x {need} x "
+                           f"{timed['kernel_entry_ns']:.2f} ns = {per_m * need:.3g} s, over the "
+                           f"{timed['time_limit_s']:.3g} s of the shared budget")
+        return note
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -350,12 +372,11 @@ class FalkonAdapter(FalkonFamily):
         ``large_n_max_M`` (each CG iteration costs about 2 n M (d + 2)
         flops); the plan's ``plan_reason`` says which rule chose M.
     large_n_max_M : int, default 4096
-    time_target_s : float or None, default None
-        On the CPU, M is also capped so that the predicted fit (kernel passes
-        at the measured pace, ``plan["predicted_fit_s"]``) takes at most this
-        many seconds, and at most ``FIT_TIME_SHARE`` of the trial's time
-        left when the harness gives one (``Budget.time_s``); the plan's
-        ``plan_reason`` says which rule chose M.
+        On the CPU, M is also capped so that the predicted fit (kernel
+        passes at the measured pace, ``plan["predicted_fit_s"]``) takes at
+        most ``FIT_TIME_SHARE`` of the trial's time left (``Budget.time_s``,
+        the one budget of the cell); when that forbids M >= sqrt(n)
+        (FalkonML/falkon#52), ``plan_reason`` shows the arithmetic.
     maxiter : int, default 20
         CG iterations (Falkon's default).
     keops : {None, "no", "auto", "force"}, default None

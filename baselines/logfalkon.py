@@ -77,7 +77,7 @@ class LogFalkonAdapter(FalkonFamily):
 
     Options
     -------
-    M, max_M, large_n, large_n_max_M, time_target_s, keops, error_every, plateau_rtol, rise_tol, check_divergence
+    M, max_M, large_n, large_n_max_M, keops, error_every, plateau_rtol, rise_tol, check_divergence
         As for :class:`baselines.falkon.FalkonAdapter`.
     path_start : float, default 1e-3
     path_steps : int, default 3
