@@ -156,8 +156,28 @@ def _cell_budget(runs: pd.DataFrame) -> float | None:
     return float(t.dropna().max())
 
 
+def trivial_levels(runs: pd.DataFrame, predictions: dict) -> dict:
+    """Per dataset, the trivial predictor's metric on the test rows, in the report's unit.
+
+    The majority class's share (accuracy, %) or the standard deviation of
+    the targets (RMSE), from the first stored ``y_true`` of the dataset;
+    other metrics have none.
+    """
+    out = {}
+    for _, r in runs[runs["run_id"].isin(list(predictions))].iterrows():
+        if r["dataset"] in out:
+            continue
+        y = np.asarray(predictions[r["run_id"]]["y_true"])
+        name = r["metric_name"]
+        if name == "test_accuracy":
+            out[r["dataset"]] = 100.0 * np.unique(y, return_counts=True)[1].max() / len(y)
+        elif name == "test_rmse":
+            out[r["dataset"]] = float(np.std(y.astype(np.float64)))
+    return out
+
+
 def verdict(points: pd.DataFrame, runs: pd.DataFrame, cells: pd.DataFrame | None = None,
-            budgets=TIME_BUDGETS) -> pd.DataFrame:
+            budgets=TIME_BUDGETS, trivial: dict | None = None) -> pd.DataFrame:
     """The best method at each time budget, per (dataset, memory budget), read from the curves.
 
     Parameters
@@ -171,6 +191,9 @@ def verdict(points: pd.DataFrame, runs: pd.DataFrame, cells: pd.DataFrame | None
         not distinguishable from the best at the full budget are listed.
     budgets : sequence of float
         Time budgets in seconds; the cell's time limit is added.
+    trivial : dict, optional
+        Dataset -> the trivial predictor's metric (:func:`trivial_levels`);
+        a best value no better than it is marked "no better than trivial".
 
     Returns
     -------
@@ -185,7 +208,8 @@ def verdict(points: pd.DataFrame, runs: pd.DataFrame, cells: pd.DataFrame | None
         lower = lower_is_better(d["metric_name"].iloc[0])
         limit = _cell_budget(runs[(runs["dataset"] == dataset) & (runs["budget"] == mem)])
         times = sorted(set(budgets)) + ([limit] if limit and limit not in budgets else [])
-        unit = vocab.metric_label(d["metric_name"].iloc[0], dataset)
+        unit = "test metric"
+        what = vocab.metric_label(d["metric_name"].iloc[0], dataset)
         for t in times:
             now = at_budget(d, t, lower)
             full = t == times[-1]
@@ -202,8 +226,11 @@ def verdict(points: pd.DataFrame, runs: pd.DataFrame, cells: pd.DataFrame | None
                 c = cells[(cells["dataset"] == dataset) & (cells["budget"] == mem)]
                 also = ", ".join(_cell_label(x) for _, x in c.iterrows()
                                  if x.get("same_as_best") is True and _cell_label(x) != best)
+            level = (trivial or {}).get(dataset)
+            useless = level is not None and (per[best] >= level if lower else per[best] <= level)
+            value = f"**{per[best]:.4g}** {what}" + (f" (no better than trivial, {level:.4g})" if useless else "")
             rows.append({"dataset": dataset, "memory budget": mem, "time budget": name,
-                         "best method": f"**{best}**", unit: f"**{per[best]:.4g}**", "also ≈ best": also,
+                         "best method": f"**{best}**", unit: value, "also ≈ best": also,
                          "methods with a model": f"{len(per)}"})
     if not rows:
         return pd.DataFrame()
@@ -267,14 +294,27 @@ def mark_cells(cells: pd.DataFrame, runs: pd.DataFrame, predictions: dict) -> pd
             continue
         for idx in ok.index.drop(best):
             other = _first_predictions(cells.loc[idx], by_id, predictions)
-            if other is None or len(other["y_true"]) != len(ref["y_true"]) \
-                    or not np.array_equal(other["y_true"], ref["y_true"]):
+            if other is None or not same_rows(other["y_true"], ref["y_true"]):
                 cells.at[idx, "vs_best"] = "not tested (no predictions of the same test rows)"
                 continue
             cmp = significance.compare(ref["y_true"], ref["y_pred"], other["y_pred"], lower)
             cells.at[idx, "same_as_best"] = cmp.same
             cells.at[idx, "vs_best"], cells.at[idx, "p_value"], cells.at[idx, "test"] = cmp.text(), cmp.p_value, cmp.test
     return cells
+
+
+def same_rows(a, b) -> bool:
+    """Whether two stored ``y_true`` are the same test rows.
+
+    Labels must be equal; regression targets equal to float32 rounding (a
+    float32 trial loads the same rows in float32: 0.156 and 0.156000000000001 are one row).
+    """
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape:
+        return False
+    if np.issubdtype(a.dtype, np.floating) and np.issubdtype(b.dtype, np.floating):
+        return bool(np.allclose(a.astype(np.float64), b.astype(np.float64), rtol=2e-7, atol=0.0))
+    return bool(np.array_equal(a, b))
 
 
 def _ok_run_ids(cell) -> list:

@@ -152,7 +152,8 @@ def build_report(tracking_uri: str | None = None, experiment: str | None = None,
     points = anytime.curves(runs, checkpoints) if len(runs) else pd.DataFrame(columns=anytime.CURVE_COLUMNS)
     rep = Report(sel, runs, cells)
     rep.points = points
-    rep.verdict = anytime.verdict(points, runs, cells) if len(points) else pd.DataFrame()
+    rep.verdict = (anytime.verdict(points, runs, cells, trivial=anytime.trivial_levels(runs, predictions))
+                   if len(points) else pd.DataFrame())
     failed = failed_runs(runs)
 
     how = "given" if experiment else (

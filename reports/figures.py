@@ -387,6 +387,7 @@ def fig_metric_vs_time(points: pd.DataFrame, order=None):
                 ax.plot(curve["fit_seconds"], curve["metric"], "o", color=col, ms=3.5)
             ax.plot(fin["fit_seconds"], fin["metric"], "o", color=col, ms=10, mec="black", mew=1.0)
         _plain_log(ax, "x", values=d["fit_seconds"])
+        _zoom_finals(ax, d)
         ax.set_xlabel("fit time (s, log scale; evaluation excluded)")
         ax.set_ylabel(vocab.metric_label(d["metric_name"].iloc[0], dataset))
         ax.set_title(f"{dataset} · {budget}")
@@ -401,6 +402,29 @@ def fig_metric_vs_time(points: pd.DataFrame, order=None):
     fig.suptitle("Test metric vs fit time (small dots: checkpoints during the fit; large: final model)",
                  fontsize=14)
     return fig, data
+
+
+def _zoom_finals(ax, d: pd.DataFrame) -> None:
+    """Fit the y range to the final points when early checkpoints (the zero model) dwarf them.
+
+    The window is the final points' range, padded 1.5 times that range on
+    the worse side and 0.3 times on the better side; points outside stay in
+    the data and the panel says they are off scale.
+    """
+    from .anytime import lower_is_better
+
+    finals = d.loc[d["final"] == 1, "metric"]
+    if finals.empty:
+        return
+    lo, hi = float(finals.min()), float(finals.max())
+    span = max(hi - lo, 0.02 * abs(hi) or 1e-3)
+    worse_low = not lower_is_better(d["metric_name"].iloc[0])  # accuracy: worse is lower
+    bottom = lo - (1.5 if worse_low else 0.3) * span
+    top = hi + (0.3 if worse_low else 1.5) * span
+    if d["metric"].min() < bottom or d["metric"].max() > top:
+        ax.set_ylim(bottom, top)
+        ax.text(0.02, 0.02 if worse_low else 0.97, "earlier checkpoints off scale", transform=ax.transAxes,
+                ha="left", va="bottom" if worse_low else "top", fontsize=10, color="0.35")
 
 
 def pareto_front(x, y, higher_is_better: bool) -> np.ndarray:

@@ -70,6 +70,9 @@ class Comparison:
 
 
 def _p(p: float) -> str:
+    """A p-value for the table; a bootstrap p of 0 is ``< 1/N_RESAMPLES`` (its resolution)."""
+    if p == 0.0:
+        return f"< {1.0 / N_RESAMPLES:.0e}"
     return f"{p:.2g}" if p >= 1e-3 else f"{p:.0e}"
 
 

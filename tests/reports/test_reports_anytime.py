@@ -186,7 +186,7 @@ def test_verdict_reads_the_curves(report):
     # at 1 s: joker-exact's 0.5 s checkpoint (70 %) and the IPM's final (majority share); joker-exact wins
     share = 100 * max(np.mean(report[1] == 0), np.mean(report[1] == 1))
     assert share < 70
-    assert v.loc["1 s", "best method"] == "**joker-exact**" and v.loc["1 s", "test accuracy (%)"] == "**70**"
+    assert v.loc["1 s", "best method"] == "**joker-exact**" and v.loc["1 s", "test metric"] == "**70** test accuracy (%)"
     # at 10 s: libsvm's final 99.95 % (3 s) beats joker-exact's 95 % (5 s checkpoint) and falkon's 97 %
     assert v.loc["10 s", "best method"] == "**libsvm**" and v.loc["10 s", "methods with a model"] == "4"
     # at the time limit: joker-exact (100 %); libsvm is within McNemar's reach, falkon is not
