@@ -8,6 +8,11 @@ and for each public member it would render that has no docstring: the
 functions and classes a module defines, the public methods and properties a
 class defines, or the members the block lists under ``members:``. An
 identifier that does not import is a warning too.
+
+The docstrings cross-reference in Sphinx's roles (``:func:`x```,
+``:class:`x```, ...), which mkdocstrings leaves as text: the rendered page
+would show ``:func:`` before the name. :func:`on_page_content` drops the role
+and keeps the name in code style.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ log = logging.getLogger("mkdocs.plugins.docstrings")
 
 _BLOCK = re.compile(r"^:::\s+([\w.]+)[ \t]*\n((?:[ \t]+.*\n?)*)", re.M)
 _MEMBERS = re.compile(r"^\s+members:\s*\[([^\]]*)\]", re.M)
+#: A Sphinx role left before a code span by the Markdown rendering of a docstring (``:meth:<code>fit</code>``).
+_ROLE = re.compile(r":(?:py:)?(?:func|meth|class|mod|attr|data|exc|obj|const|term|ref):(?=<code>)")
 
 
 def resolve(identifier: str):
@@ -91,3 +98,13 @@ def on_page_markdown(markdown, page, config, files):
         for name in missing:
             log.warning("%s: %s has no docstring", page.file.src_path, name)
     return markdown
+
+
+def strip_roles(html: str) -> str:
+    """``html`` without the Sphinx role prefixes of its code spans (``:meth:<code>fit</code>`` -> ``<code>fit</code>``)."""
+    return _ROLE.sub("", html)
+
+
+def on_page_content(html, page, config, files):
+    """The rendered page with the docstrings' Sphinx roles dropped (:func:`strip_roles`)."""
+    return strip_roles(html)

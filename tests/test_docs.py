@@ -119,3 +119,8 @@ def test_the_rendered_api_has_every_docstring(hooks, caplog):
             hooks.on_page_markdown(text, page, None, None)
     assert {"baselines.Adapter._plan", "joker.estimators.JokerRegressor", "reports.cli.build_report"} <= set(blocks)
     assert [r.getMessage() for r in caplog.records] == []
+
+
+def test_the_docs_hook_drops_sphinx_roles(hooks):
+    html = "<p>See :meth:<code>fit</code> and :py:class:<code>a.B</code>; ratio 2:1, a:b <code>x</code>.</p>"
+    assert hooks.strip_roles(html) == "<p>See <code>fit</code> and <code>a.B</code>; ratio 2:1, a:b <code>x</code>.</p>"
