@@ -498,7 +498,7 @@ class _JokerBase(BaseEstimator):
 class JokerRegressor(RegressorMixin, _JokerBase):
     """Kernel regression by Joker: KRR, Huber or SVR, exact or random features.
 
-    Minimises lam/2 ||theta||^2 + sum_i loss(y_i, <theta, phi(x_i)>) (no
+    Minimises ``lam/2 ||theta||^2 + sum_i loss(y_i, <theta, phi(x_i)>)`` (no
     intercept unless ``fit_intercept``: then a regularised bias, docs/dual.md
     s.5) through its dual (Joker, Thm. 1) by DBCD-TR (Joker, Alg. 1).
     f(x) = sum_i alpha_i k(x_i, x) (exact) or psi(x) . theta (RFF).

@@ -7,7 +7,8 @@ is rendered, imports the object, and logs a warning (an error under
 and for each public member it would render that has no docstring: the
 functions and classes a module defines, the public methods and properties a
 class defines, or the members the block lists under ``members:``. An
-identifier that does not import is a warning too.
+identifier that does not import is a warning too, and so is docstring text
+that Markdown would read as an HTML tag (:func:`html_like_text`).
 
 The docstrings cross-reference in Sphinx's roles (``:func:`x```,
 ``:class:`x```, ...), which mkdocstrings leaves as text: the rendered page
@@ -71,18 +72,41 @@ def _doc(obj) -> str:
     return (getattr(obj, "__doc__", None) or "").strip()
 
 
+def rendered_objects(identifier: str, members: list | None = None) -> dict:
+    """``{dotted name: object}`` of ``identifier`` and the members its block renders.
+
+    Raises
+    ------
+    ImportError, AttributeError
+        When ``identifier`` or a listed member does not resolve.
+    """
+    obj = resolve(identifier)
+    found = _public_members(obj) if members is None else {n: inspect.getattr_static(obj, n) for n in members}
+    return {identifier: obj, **{f"{identifier}.{n}": m for n, m in found.items()}}
+
+
 def missing_docstrings(identifier: str, members: list | None = None) -> list:
     """Dotted names of ``identifier`` and its rendered members that have no docstring."""
-    obj = resolve(identifier)
-    missing = [] if _doc(obj) else [identifier]
-    if members is None:
-        found = _public_members(obj)
-    else:
-        found = {n: inspect.getattr_static(obj, n) for n in members}
-    for name, member in found.items():
-        if not _doc(member):
-            missing.append(f"{identifier}.{name}")
-    return missing
+    return [name for name, obj in rendered_objects(identifier, members).items() if not _doc(obj)]
+
+
+#: Text outside code spans that Markdown would read as an HTML tag (and drop from the page).
+_TAG = re.compile(r"<[A-Za-z/!]")
+
+
+def html_like_text(identifier: str, members: list | None = None) -> list:
+    """``(name, line)`` of each docstring line of the rendered objects with ``<word`` outside a code span.
+
+    Markdown passes such text through as an HTML tag, so the browser shows
+    nothing of it (``loss(y, <theta, phi(x)>)`` renders as ``loss(y, )``);
+    put the formula in double backquotes.
+    """
+    out = []
+    for name, obj in rendered_objects(identifier, members).items():
+        for line in _doc(obj).splitlines():
+            if _TAG.search(re.sub(r"``[^`]*``|`[^`]*`", "", line)):
+                out.append((name, line.strip()))
+    return out
 
 
 def on_page_markdown(markdown, page, config, files):
@@ -97,6 +121,9 @@ def on_page_markdown(markdown, page, config, files):
             continue
         for name in missing:
             log.warning("%s: %s has no docstring", page.file.src_path, name)
+        for name, line in html_like_text(match.group(1), members):
+            log.warning("%s: %s: '%s' would be read as an HTML tag (put it in ``...``)",
+                        page.file.src_path, name, line)
     return markdown
 
 

@@ -124,3 +124,21 @@ def test_the_rendered_api_has_every_docstring(hooks, caplog):
 def test_the_docs_hook_drops_sphinx_roles(hooks):
     html = "<p>See :meth:<code>fit</code> and :py:class:<code>a.B</code>; ratio 2:1, a:b <code>x</code>.</p>"
     assert hooks.strip_roles(html) == "<p>See <code>fit</code> and <code>a.B</code>; ratio 2:1, a:b <code>x</code>.</p>"
+
+
+TOY3 = '''"""Module."""
+def f():
+    """Minimises sum_i loss(y_i, <theta, phi(x_i)>).
+
+    Safe: ``<theta, x>``, `<a>`, a < b.
+    """
+'''
+
+
+def test_the_docs_hook_finds_text_read_as_html(hooks, tmp_path, monkeypatch):
+    (tmp_path / "toy3.py").write_text(TOY3)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        assert hooks.html_like_text("toy3.f") == [("toy3.f", "Minimises sum_i loss(y_i, <theta, phi(x_i)>).")]
+    finally:
+        sys.modules.pop("toy3", None)
