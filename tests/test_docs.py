@@ -142,3 +142,35 @@ def test_the_docs_hook_finds_text_read_as_html(hooks, tmp_path, monkeypatch):
         assert hooks.html_like_text("toy3.f") == [("toy3.f", "Minimises sum_i loss(y_i, <theta, phi(x_i)>).")]
     finally:
         sys.modules.pop("toy3", None)
+
+
+TOY4 = '''"""Module."""
+def f(task, kernel="laplacian"):
+    """F.
+
+    Parameters
+    ----------
+    task : {"regression", "binary"}
+        Required.
+    kernel : {"gaussian", "laplacian"}
+        Defaults to the second.
+    """
+'''
+
+
+def test_the_griffe_extension_takes_defaults_from_the_signature(tmp_path):
+    griffe = pytest.importorskip("griffe")
+    spec = importlib.util.spec_from_file_location("docs_griffe", REPO / "scripts" / "docs_griffe.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    (tmp_path / "toy4.py").write_text(TOY4)
+
+    def defaults(extensions):
+        loader = griffe.GriffeLoader(search_paths=[str(tmp_path)], docstring_parser="numpy", extensions=extensions)
+        sections = loader.load("toy4")["f"].docstring.parsed
+        return {p.name: p.default for s in sections if s.kind.value == "parameters" for p in s.value}
+
+    # numpydoc's rule, griffe's reading: the first choice is the default
+    assert defaults(griffe.load_extensions()) == {"task": '"regression"', "kernel": '"gaussian"'}
+    fixed = defaults(griffe.load_extensions(mod.SignatureDefaults()))
+    assert fixed["task"] is None and str(fixed["kernel"]) == "'laplacian'"
