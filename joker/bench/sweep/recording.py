@@ -148,6 +148,10 @@ def build_record(spec: TrialSpec, chash: str, out: Outcome, verdict: dict[str, s
     }
 
 
+#: Files the trial child writes beside result.json that become artifacts of its run.
+TRIAL_ARTIFACTS = ("checkpoints.csv", "predictions.npz")
+
+
 def _stage_artifacts(
     workdir: Path, spec: TrialSpec, record: dict[str, Any], out: Outcome, verdict: dict[str, str]
 ) -> Path:
@@ -161,6 +165,9 @@ def _stage_artifacts(
     (art / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(spec.to_dict())))
     write_history_csv(record["history"], art / "history.csv")
     (art / "stderr_tail.txt").write_text(out.stderr_tail + ("\n" if out.stderr_tail else ""))
+    for name in TRIAL_ARTIFACTS:  # the child's anytime checkpoints and test predictions (issue 42)
+        if (workdir / name).is_file():
+            shutil.copyfile(workdir / name, art / name)
     full = {
         "status": verdict["status"], "reason": verdict["reason"],
         "config_hash": record["tags"]["config_hash"], "spec": spec.to_dict(), "child": out.result,

@@ -183,7 +183,7 @@ def run_trial(
     """
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    for stale in ("result.json", "rusage.json", "progress.json"):
+    for stale in ("result.json", "rusage.json", "progress.json", "checkpoints.csv", "predictions.npz"):
         (workdir / stale).unlink(missing_ok=True)
     out = Outcome(timeout_s=float(timeout_s) if timeout_s else None)
     t0 = time.monotonic()

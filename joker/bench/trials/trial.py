@@ -515,11 +515,24 @@ def _fit_and_predict(spec: TrialSpec, adapter: Adapter, ds: Any, progress: Progr
     except AdapterError as exc:  # the budget cannot hold the smallest setting, or the time its stated work
         raise _Failed("over_budget", str(exc), skip_kind="budget") from None
     progress.note(plan=res["plan"])
-    meter = FitMemory().start()
+    window = CpuWindow(spec.threads)
+    meter = FitMemory()
+    search = bool(spec.tuning and spec.tuning.get("stage") == "search")  # a tuned cell's search: validation rows
+    recorder = None if search else _recorder(spec, adapter, ds, (window, meter))  # its test copy: before the baseline
+    meter.start()
     m["baseline_rss_mib"] = meter.baseline / MIB
     progress("fit")
-    window = CpuWindow(spec.threads).start()
-    _, m["fit_seconds"] = _timed(adapter.fit, ds.X_train, ds.y_train)
+    window.start()
+    if recorder is not None:
+        recorder.start()
+    try:
+        _, wall = _timed(adapter.fit, ds.X_train, ds.y_train)
+    finally:
+        adapter.checkpoint_hook = None
+    paused = recorder.paused if recorder is not None else 0.0
+    m["fit_seconds"] = wall - paused  # the checkpoints' evaluations are not fit time
+    if recorder is not None:
+        m["checkpoint_eval_seconds"] = paused
     _record_cpu(window.stop(), res)
     progress("predict")
     (y_pred, scores), m["predict_seconds"] = _timed(predict_and_scores, adapter, ds.X_test)
@@ -527,7 +540,60 @@ def _fit_and_predict(spec: TrialSpec, adapter: Adapter, ds: Any, progress: Progr
     m["fit_rss_mib"] = used.fit_bytes / MIB
     res["fit_memory_method"] = used.method
     progress("metrics")
-    _score(spec, adapter, ds, np.asarray(y_pred), res, scores)
+    scored = False
+    try:
+        _score(spec, adapter, ds, np.asarray(y_pred), res, scores)
+        scored = True
+    finally:
+        if not search:
+            _keep_predictions(progress.path.parent, spec, adapter, ds, y_pred, scores, res)
+        if recorder is not None:
+            _finish_checkpoints(recorder, progress.path.parent, res, final=scored)
+
+
+def _recorder(spec: TrialSpec, adapter: Adapter, ds: Any, meters: tuple) -> Any:
+    """The anytime-checkpoint hook of this fit (:mod:`joker.bench.trials.checkpoints`), installed on ``adapter``.
+
+    ``meters`` (the CPU window, the memory meter) are paused while a checkpoint is scored.
+    """
+    from .checkpoints import CheckpointRecorder
+
+    classes = None if spec.dataset.task == "regression" else np.unique(ds.y_train)
+    recorder = CheckpointRecorder(adapter, ds.X_test, ds.y_test, spec.dataset.task, classes, meters)
+    adapter.checkpoint_hook = recorder
+    return recorder
+
+
+def _finish_checkpoints(recorder: Any, folder: Path, res: dict[str, Any], final: bool) -> None:
+    """Add the final point (when ``final``: the model was scored), write ``checkpoints.csv``, count them."""
+    m = res["metrics"]
+    if final:
+        conv = res.get("convergence") or {}
+        hist = conv.get("history") or []
+        last = hist[-1] if hist and isinstance(hist[-1], dict) else {}
+        recorder.add_final(m["fit_seconds"], m, int(m.get("n_test", len(recorder.y))), last)
+    m["n_checkpoints"] = float(len(recorder.rows))
+    if recorder.errors:
+        res["checkpoint_errors"] = recorder.errors
+    recorder.write(folder / "checkpoints.csv")
+
+
+def _keep_predictions(folder: Path, spec: TrialSpec, adapter: Adapter, ds: Any, y_pred: Any,
+                      scores: Any, res: dict[str, Any]) -> None:
+    """Save the test rows' ``y_true``, ``y_pred`` and ``scores`` as ``predictions.npz`` (compressed).
+
+    The report tests whether two methods differ on the same test rows
+    (McNemar, paired bootstrap: :mod:`reports.significance`); ``scores`` is
+    omitted when the adapter's own ``predict`` gave no scores. A failure to
+    save is noted in ``res["predictions_error"]``, never fatal.
+    """
+    try:
+        arrays = {"y_true": np.asarray(ds.y_test), "y_pred": np.asarray(y_pred)}
+        if scores is not None:
+            arrays["scores"] = np.asarray(scores, dtype=np.float32)
+        np.savez_compressed(folder / "predictions.npz", **arrays)
+    except Exception as exc:
+        res["predictions_error"] = f"{type(exc).__name__}: {exc}"
 
 
 def predict_and_scores(adapter: Adapter, X: Any) -> tuple[np.ndarray, np.ndarray | None]:
