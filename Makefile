@@ -116,7 +116,7 @@ test: install
 # The documentation site (mkdocs.yml, docs/) into results/site; --strict: a
 # broken link, a missing page or an undocumented public object fails it.
 docs: install
-	$(PY) -m mkdocs build --strict -d $(RESULTS)/site
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict -d $(RESULTS)/site
 
 smoke: install
 	$(PY) -m joker.bench --config-name smoke $(ARGS)
