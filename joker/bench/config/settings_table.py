@@ -357,7 +357,7 @@ def dump_table(table: dict[str, Any]) -> str:
 
     lines = [f"# Tuned settings at scale={table['scale']} (Table A.3 of the paper, here): written by",
              "# `python -m joker.bench.records.settings_writer` from a tune=true sweep's records; read by every untuned",
-             "# trial of a sweep with settings_source=tuned (docs/tuning.md). Edit a row by hand only with a note.",
+             "# trial of a sweep with settings_source=tuned (docs/benchmark/tuning.md). Edit a row by hand only with a note.",
              f"scale: {table['scale']}", f"version: {table['version']}", f"updated: '{table['updated']}'", "rows:"]
     lines += [f"  - {one(_plain_row(r))}" for r in table["rows"]]
     lines.append("history:")
