@@ -130,6 +130,7 @@ class JokerAdapter(Adapter):
     module = "joker"
     preload_modules = ("joker.estimators",)
     distribution = "joker-bench"
+    option_intercept = "regularised bias"  # fit_intercept: a constant s^2 added to the kernel
     accepts_sparse = True  # the Joker estimators take scipy.sparse CSR as it is (joker.sparse)
     losses = {"regression": tuple(REGRESSION_LOSSES), "binary": _CLASSIFICATION, "multiclass": _CLASSIFICATION}
     kernels = tuple(KERNELS)

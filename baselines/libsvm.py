@@ -57,6 +57,7 @@ class LibSVMAdapter(Adapter):
     preload_modules = ("sklearn.svm",)
     distribution = "scikit-learn"
     losses = {"regression": ("epsilon_insensitive",), "binary": ("hinge",), "multiclass": ("hinge",)}
+    intercept = "fitted bias"  # LIBSVM's unpenalised b (LIBSVM guide, eq. 1)
     option_defaults = {"epsilon": 0.1, "tol": 1e-3, "max_iter": -1, "cache_size_mib": None, "shrinking": None}
     option_kinds = {"cache_size_mib": "number", "shrinking": "bool"}
     signal = "LIBSVM iterations (n_iter_) and exit state"

@@ -93,6 +93,7 @@ class ThunderSVMAdapter(Adapter):
     module = "thundersvm"
     distribution = "thundersvm-cpu"
     losses = {"regression": ("epsilon_insensitive",), "binary": ("hinge",)}
+    intercept = "fitted bias"  # LIBSVM's unpenalised b, as ThunderSVM solves the same dual
     option_defaults = {"epsilon": 0.1, "tol": 1e-3, "max_iter": -1, "max_mem_size_mib": None}
     option_kinds = {"max_mem_size_mib": "number"}
     signal = "ThunderSVM SMO maximal KKT violation (diff) and exit state"

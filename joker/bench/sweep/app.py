@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from baselines.problem import problem_text
+
 from . import summary as summ
 from .signals import signal_label
 from .sweep_state import STATE_DIR, current_sweep, read_done, read_sweep_state, write_done
@@ -30,7 +32,7 @@ from ..records.identity import code_version, config_hash
 from ..measure.meters import Limits
 from ..records.provenance import git_info, hardware_tags, versions
 from ..records.record import (CONTENDED_TAG, INSTALL_HINT_TAG, METRIC_UNITS, MIB, RECORD_SCHEMA_VERSION, RETRIED_STATUSES,
-                     SCHEMA_TAG, SKIP_KIND_TAG)
+                     PROBLEM_PARAM_PREFIX, PROBLEM_TAG, SCHEMA_TAG, SKIP_KIND_TAG)
 from ..trials.runner import Outcome, _read_json, classify, preload_key, run_trial, tail
 from ..config.schema import flatten, resolve_trial
 from .slurm import slurm_verdict
@@ -172,14 +174,19 @@ def build_record(spec: TrialSpec, chash: str, out: Outcome, verdict: dict[str, s
     """
     res = out.result or {}
     plan = res.get("plan") or out.progress.get("plan") or {}  # killed trials: the plan progress.json kept
+    problem = res.get("problem") or out.progress.get("problem") or {}
     params = flatten({k: v for k, v in spec.to_dict().items() if k != "sweep"})
     params.update({f"plan.{k}": v for k, v in flatten(plan).items()})
+    params.update({f"{PROBLEM_PARAM_PREFIX}{k}": v for k, v in problem.items()})
     for key in ("sigma_value", "epsilon_value"):  # the bandwidth (and a tuned SVR's tube) actually used
         if res.get(key) is not None:
             params[key] = res[key]
+    tags = _record_tags(spec, chash, res, verdict)
+    if problem:  # docs/contracts.md, "Stated problems": the one line the report shows beside the numbers
+        tags[PROBLEM_TAG] = problem_text(problem)
     return {
         "params": params, "metrics": _measured_metrics(res, out, ran=did_run(verdict["status"], res)),
-        "tags": _record_tags(spec, chash, res, verdict),
+        "tags": tags,
         "history": (res.get("convergence") or {}).get("history") or [], "result": res,
     }
 
