@@ -34,7 +34,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import curves, figures, html, published, render, scaling, table, tuned
+from . import curves, figures, html, problems, published, render, scaling, table, tuned
 from .load import REPO_ROOT, STATUSES, Selection, StoreError, client_for, load_selection
 
 RUN_COLUMNS = ["run_id", "dataset", "budget", "method", "variant", "seed",
@@ -193,7 +193,7 @@ def build_report(tracking_uri: str | None = None, experiment: str | None = None,
                         scaling.fig_scaling(runs, table.dataset_order(runs)), "no size ended ok", echo)
 
     refs = (published.cited(cells), published.other_sizes(cells))
-    tables = _tables(cells) + tuned_tables + scaling_tables
+    tables = problems.with_problems(_tables(cells), runs) + tuned_tables + scaling_tables
     when = _dt.datetime.now().isoformat(timespec="seconds")
     rep.paths = _write(out, sel, rep, tables, failed, refs, when)
     for title, frame in tables[:2]:  # the datasets and the metric table

@@ -22,7 +22,7 @@ TAG_KEYS = (
     "config_hash", "seed", "repetition", "primary_metric", "git_commit",
     "git_dirty", "cpu_model", "n_cores", "gpu_name", "threads", "superseded_by",
     "scale", "device", "contended", "contended_reason", "skip_kind",
-    "install_hint", "record_schema",
+    "install_hint", "record_schema", "problem",
     "tuning", "tuning_cell", "tuning.sigma_factor", "tuning.lam", "tuning.n_configs",
 )
 
