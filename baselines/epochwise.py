@@ -192,10 +192,15 @@ class EpochAdapter(Adapter):
         return float(np.mean(np.argmax(scores, axis=1) != target))
 
     def _record_epoch(self, X: np.ndarray, target: np.ndarray, started: float) -> float:
-        """Append ``{epoch, seconds, <metric>}`` (training error on ``X``) to the history; return the error."""
+        """Append ``{epoch, seconds, <metric>}`` (training error on ``X``) to the history; return the error.
+
+        Also the epoch's anytime checkpoint (:meth:`~baselines.base.Adapter._checkpoint`: the model as it
+        stands after this epoch).
+        """
         err = self._train_error(X, target)
         self._history.append({"epoch": len(self._history) + 1, "seconds": time.perf_counter() - started,
                               self._metric: err})
+        self._checkpoint(self._decision, epoch=len(self._history), train_error=err)
         return err
 
     def _convergence(self) -> dict[str, Any]:

@@ -32,6 +32,7 @@ predictor (:class:`baselines.base.DivergedError`).
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any, Callable
 
 import numpy as np
@@ -109,6 +110,46 @@ def falkon_gpu_plan(budget: Budget, n: int, d: int, dtype_bytes: int, M: int | N
     return {"M": M, "pc_bytes": int(pc_bytes), "max_gpu_mem": int(max_gpu),
             "max_cpu_mem": int(max(MIN_BLOCK_BYTES, budget.host_bytes - data)),
             "est_bytes": int(max(max_gpu, pc_bytes + work))}
+
+
+def iterate_decision(task: str, model: Any, frame: Any) -> Callable[[np.ndarray], np.ndarray] | None:
+    """The decision function of the iterate Falkon's error callback is evaluating (anytime checkpoints).
+
+    Falkon (and LogisticFalkon) call ``error_fn`` from their CG callback,
+    whose frame holds the iterate's coefficients (``alpha``, LogisticFalkon:
+    ``coeff``) and the Nystroem centres (``ny_points``, ``ny_X``) before the
+    model's ``alpha_`` is set (falkon 0.8, ``models/model_utils.py``
+    ``val_cback``; ``models/logistic_falkon.py``).
+
+    Parameters
+    ----------
+    task : str
+        ``multiclass`` keeps every column; otherwise the first.
+    model : falkon.Falkon or falkon.LogisticFalkon
+        The model being fitted.
+    frame : frame
+        The callback's frame (``sys._getframe(1)`` inside ``error_fn``).
+
+    Returns
+    -------
+    callable or None
+        ``decision(X) -> ndarray`` (X float array (n, d) in the fit's dtype),
+        or ``None`` when the frame does not hold the iterate (another falkon version).
+    """
+    names = frame.f_locals if frame is not None else {}
+    coeff = names.get("alpha", names.get("coeff"))
+    centres = names.get("ny_points", names.get("ny_X"))
+    if coeff is None or centres is None:
+        return None
+
+    def decision(X: np.ndarray) -> np.ndarray:
+        import torch
+
+        with torch.inference_mode():
+            out = model._predict(torch.from_numpy(X), centres, coeff).cpu().numpy()
+        return out if task == "multiclass" else out[:, 0]
+
+    return decision
 
 
 def falkon_error_fn(task: str) -> tuple[Callable[[Any, Any], float], str]:
@@ -370,6 +411,10 @@ class FalkonAdapter(FalkonFamily):
             value = error(t, p)
             times = holder["model"].fit_times_
             history.append({"iteration": len(times) - 1, "seconds": float(times[-1]), metric: value})
+            if self.checkpoint_hook is not None:  # this CG iterate on the test rows (issue 42)
+                decision = iterate_decision(self.task, holder["model"], sys._getframe(1))
+                if decision is not None:
+                    self._checkpoint(decision, iteration=len(times) - 1, train_error=value)
             return value, metric
 
         every = self.options["error_every"]

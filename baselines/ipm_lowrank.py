@@ -131,6 +131,11 @@ class IPMLowRankAdapter(Adapter):
                                      factor=o["factor"], fit_intercept=bool(o["fit_intercept"]), tol=o["tol"],
                                      max_iter=o["max_iter"], max_time=o["max_time"], device=self.device,
                                      dtype=self.dtype, random_state=self.seed)
+        if self.checkpoint_hook is not None:  # each Newton step's iterate, scored by the harness (issue 42)
+            self.model_ = model
+            model.iteration_callback = lambda row: self._checkpoint(
+                self._decision, iteration=row["iteration"], gap=row["gap"],
+                residual=max(row["residual_dual"], row["residual_primal"]))
         with torch_threads(self.n_threads):
             model.fit(X, target)
         self.model_ = model

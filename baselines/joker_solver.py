@@ -181,6 +181,10 @@ class JokerAdapter(Adapter):
 
         cls = JokerRegressor if self.task == "regression" else JokerClassifier
         model = cls(**self._estimator_kwargs(X.shape[0]))
+        if self.checkpoint_hook is not None:  # each certificate's iterate, scored by the harness (issue 42)
+            self.model_ = model
+            model.epoch_callback = lambda row: self._checkpoint(self._decision, epoch=row["epoch"], gap=row["gap"],
+                                                                kkt=row["kkt"])
         with torch_threads(self.n_threads):
             model.fit(X, target)
         self.model_ = model
