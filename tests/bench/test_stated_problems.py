@@ -25,6 +25,7 @@ N_TRAIN, N_TEST = 2000, 500
 
 
 def _trial(tmp_path: Path, method: str, *overrides: str) -> tuple[dict, object]:
+    """Run one trial in process (tr.run, the child's code) on HEPC; its files go to ``tmp_path``."""
     with initialize_config_dir(config_dir=str(sweeps_dir()), version_base="1.3"):
         cfg = compose("table4", ["dataset=hepc", f"method={method}", f"dataset.n_train={N_TRAIN}",
                                  f"dataset.n_test={N_TEST}", "method.warmup=false", *overrides])
@@ -40,10 +41,12 @@ def hepc(tmp_path_factory):
     """The harness's exact-KRR trial and the same rows loaded here (the trial's data seed)."""
     from joker.data import load_dataset
 
-    res, spec = _trial(tmp_path_factory.mktemp("krr"), "joker-exact", "++method.options.tol=1e-10",
+    folder = tmp_path_factory.mktemp("krr")
+    res, spec = _trial(folder, "joker-exact", "++method.options.tol=1e-10",
                        "++method.options.max_epochs=2000")
     ds = load_dataset("hepc", n_train=N_TRAIN, n_test=N_TEST, seed=spec.data_seed, dtype="float64",
                       download=False, progress=False)
+    res["folder"] = folder
     return res, spec, ds
 
 
@@ -120,3 +123,16 @@ def test_target_scale_round_trip_and_constant_targets():
     assert TargetScale.of(np.full(5, 2.0)).std == 1.0     # constant: invertible, no division by zero
     with pytest.raises(ValueError, match="finite"):
         TargetScale.of(np.array([1.0, np.nan]))
+
+
+def test_anytime_checkpoints_are_scored_in_the_target_unit(hepc):
+    """The checkpoints of a regression fit map the decision values back as the final predictions are: the
+    last checkpoint of a fit converged to 1e-10 has the final RMSE in kW (in standardised units it would
+    be about 1 / std times larger and the curve would end far from the final point)."""
+    import csv
+
+    res, _, _ = hepc
+    rows = list(csv.DictReader(open(res["folder"] / "checkpoints.csv")))
+    during = [r for r in rows if r["final"] == "0" and r.get("test_rmse")]
+    assert during, rows[:2]
+    assert float(during[-1]["test_rmse"]) == pytest.approx(res["metrics"]["test_rmse"], rel=1e-3)
