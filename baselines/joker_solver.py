@@ -118,9 +118,11 @@ class JokerAdapter(Adapter):
     intercept_scaling : float, default 1.0
         The constant s of that bias.
     epsilon : float, default 0.1
-        SVR tube half-width (regression only).
+        SVR tube half-width (regression only), in units of the y the adapter is given
+        (through the harness: standard deviations of ``y_train``, ``docs/contracts.md``,
+        "Stated problems").
     delta : float, default 1.0
-        Huber threshold (regression only).
+        Huber threshold (regression only), in the same units.
     odm_theta, odm_upsilon : float or None, default None
         ODM margin parameters (classification only; passed when set).
     solver_options : dict or None, default None

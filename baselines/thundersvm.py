@@ -75,7 +75,9 @@ class ThunderSVMAdapter(Adapter):
     Options
     -------
     epsilon : float, default 0.1
-        SVR tube half-width (regression only), units of y.
+        SVR tube half-width (regression only), in units of the y the adapter is given (through
+        the harness: the target standardised on the training rows, so standard deviations of
+        ``y_train``; ``docs/contracts.md``, "Stated problems").
     tol : float, default 1e-3
         Stopping tolerance of ThunderSVM's SMO (``diff < tol``).
     max_iter : int, default -1

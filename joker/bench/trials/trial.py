@@ -340,7 +340,9 @@ def epsilon_for(spec: TrialSpec, cls: type[Adapter], factor: float | None) -> fl
     Returns
     -------
     float or None
-        The width in target units, or ``None`` when ``factor`` is ``None``.
+        The width in standardised target units (the harness fits every regression method on the
+        target standardised on its training rows, :mod:`joker.bench.trials.target`: ``epsilon * std``
+        in the target's unit), or ``None`` when ``factor`` is ``None``.
     """
     if factor is None:
         return None
