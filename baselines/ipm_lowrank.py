@@ -136,8 +136,11 @@ class IPMLowRankAdapter(Adapter):
             model.iteration_callback = lambda row: self._checkpoint(
                 self._decision, iteration=row["iteration"], gap=row["gap"],
                 residual=max(row["residual_dual"], row["residual_primal"]))
-        with torch_threads(self.n_threads):
-            model.fit(X, target)
+        try:
+            with torch_threads(self.n_threads):
+                model.fit(X, target)
+        finally:
+            model.__dict__.pop("iteration_callback", None)  # the fitted model holds no reference to the harness
         self.model_ = model
 
     def _decision(self, X):

@@ -187,8 +187,11 @@ class JokerAdapter(Adapter):
             self.model_ = model
             model.epoch_callback = lambda row: self._checkpoint(self._decision, epoch=row["epoch"], gap=row["gap"],
                                                                 kkt=row["kkt"])
-        with torch_threads(self.n_threads):
-            model.fit(X, target)
+        try:
+            with torch_threads(self.n_threads):
+                model.fit(X, target)
+        finally:
+            model.__dict__.pop("epoch_callback", None)  # the fitted model holds no reference to the harness
         self.model_ = model
 
     def _decision(self, X: np.ndarray) -> np.ndarray:
