@@ -22,7 +22,7 @@ TAG_KEYS = (
     "config_hash", "seed", "repetition", "primary_metric", "git_commit",
     "git_dirty", "cpu_model", "n_cores", "gpu_name", "threads", "superseded_by",
     "scale", "device", "contended", "contended_reason", "skip_kind",
-    "install_hint", "record_schema", "trivial_model", "trivial_reason",
+    "install_hint", "record_schema", "trivial_model", "trivial_reason", "problem",
     "tuning", "tuning_cell", "tuning.sigma_factor", "tuning.lam", "tuning.n_configs",
     *SETTINGS_TAGS,  # which settings a trial used (reports/settings.py)
 )

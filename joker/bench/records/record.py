@@ -33,7 +33,8 @@ from baselines.base import MIB
 from ..config.paths import results_dir
 
 __all__ = [
-    "CONTENDED_TAG", "INSTALL_HINT_TAG", "TRIVIAL_TAG", "SKIP_KINDS", "SKIP_KIND_TAG", "KEPT_STATUSES", "METRIC_UNITS", "MIB", "RECORD_SCHEMA_VERSION", "RETRIED_STATUSES", "SCHEMA_TAG",
+    "CONTENDED_TAG", "INSTALL_HINT_TAG", "PROBLEM_PARAM_PREFIX", "PROBLEM_TAG", "SKIP_KINDS", "SKIP_KIND_TAG", "KEPT_STATUSES", "METRIC_UNITS", "MIB", "RECORD_SCHEMA_VERSION", "RETRIED_STATUSES", "SCHEMA_TAG",
+    "TRIVIAL_TAG",
     "STATUSES", "default_tracking_uri", "schema_of",
 ]
 
@@ -62,6 +63,12 @@ SKIP_KIND_TAG = "skip_kind"
 SKIP_KINDS = ("not_installed", "unsupported", "budget", "ended_smaller")
 #: Tag with the one-line install command of a ``not_installed`` method.
 INSTALL_HINT_TAG = "install_hint"
+#: Tag with the trial's stated problem in one line (loss, regulariser, intercept, kernel, model, dtype,
+#: device: ``baselines.problem.problem_text``; docs/contracts.md, "Stated problems").
+PROBLEM_TAG = "problem"
+#: Prefix of the params that state the problem one field each (``problem.loss``, ``problem.intercept``,
+#: ``problem.target``, ...: ``baselines.problem.stated_problem``).
+PROBLEM_PARAM_PREFIX = "problem."
 
 #: Metric name -> unit, for every metric a trial run may carry (absent when not measured).
 METRIC_UNITS = {
