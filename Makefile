@@ -41,13 +41,13 @@ JOKER_DATA_HOME ?= $(HOME)/.cache/joker-bench
 
 .PHONY: help install install-baselines install-falkon install-eigenpro3 install-eigenpro4 gpu-check test smoke reproduce-table4 report ui bench-solver bench-data cluster-up cluster-down clean clean-data distclean
 
-# Baselines that are not on PyPI (Falkon with LogFalkon, EigenPro 3, EigenPro 4):
+# Baselines that are not on PyPI (Falkon with LogFalkon, EigenPro 3, EigenPro 4, ASkotch):
 # `make install` installs them from a local mirror of their upstream releases
 # (JOKER_BASELINES_MIRROR; default ../shared/baselines when it exists, "" for
 # none), else from upstream, else leaves them out with one line saying why
 # (baselines/install.py). The stamp is written only when all of them are in,
 # so a later `make` tries the missing ones again.
-BASELINES ?= falkon eigenpro3 eigenpro4
+BASELINES ?= falkon eigenpro3 eigenpro4 askotch
 JOKER_BASELINES_MIRROR ?= $(if $(wildcard ../shared/baselines/SHA256SUMS),$(abspath ../shared/baselines))
 export JOKER_BASELINES_MIRROR
 BASELINES_STAMP := $(VENV)/.joker-bench-baselines
