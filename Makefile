@@ -63,7 +63,7 @@ MAX_JOBS ?= 2
 help:
 	@echo "make install            virtualenv $(VENV): the project, its test extras and the baselines $(BASELINES)"
 	@echo "                        (from JOKER_BASELINES_MIRROR=$(JOKER_BASELINES_MIRROR), else upstream)"
-	@echo "make install-baselines  only the baselines (BASELINES=\"falkon eigenpro3 eigenpro4\")"
+	@echo "make install-baselines  only the baselines (BASELINES=\"falkon eigenpro3 eigenpro4 askotch\")"
 	@echo "make install-falkon     build Falkon (LogFalkon) from source into $(VENV) (FALKON_SRC=$(FALKON_SRC), MAX_JOBS=$(MAX_JOBS))"
 	@echo "make gpu-check          torch-based methods at paper scale on one GPU, gpu-2g and gpu-10g (exits 0 without a GPU)"
 	@echo "make test               the test suite (includes a smoke sweep on real data)"
