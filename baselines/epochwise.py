@@ -115,7 +115,7 @@ class EpochAdapter(Adapter):
         modelled as ``epochs * n * _epoch_entries(n, p)`` kernel entries at
         the measured pace (:func:`baselines.pace.kernel_entry_seconds`;
         :meth:`_epoch_seconds`) and ``p`` is lowered until that fits the
-        limit of :meth:`Adapter._time_limit`; when even
+        limit of :meth:`Planning._time_limit`; when even
         ``_min_timed_centres`` centres do not fit ``epochs`` epochs, the
         epochs are lowered first (at least 1: early stopping is these
         solvers' regulariser) and ``p`` sized for them. Not modelled: the
@@ -192,10 +192,15 @@ class EpochAdapter(Adapter):
         return float(np.mean(np.argmax(scores, axis=1) != target))
 
     def _record_epoch(self, X: np.ndarray, target: np.ndarray, started: float) -> float:
-        """Append ``{epoch, seconds, <metric>}`` (training error on ``X``) to the history; return the error."""
+        """Append ``{epoch, seconds, <metric>}`` (training error on ``X``) to the history; return the error.
+
+        Also the epoch's anytime checkpoint (:meth:`~baselines.base.Adapter._checkpoint`: the model as it
+        stands after this epoch).
+        """
         err = self._train_error(X, target)
         self._history.append({"epoch": len(self._history) + 1, "seconds": time.perf_counter() - started,
                               self._metric: err})
+        self._checkpoint(self._decision, epoch=len(self._history), train_error=err)
         return err
 
     def _convergence(self) -> dict[str, Any]:

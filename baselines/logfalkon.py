@@ -21,6 +21,7 @@ callback); ``converged`` is a plateau test on that curve.
 from __future__ import annotations
 
 import math
+import sys
 
 from typing import Any
 
@@ -28,7 +29,7 @@ import numpy as np
 
 from .base import Budget
 from .conventions import logfalkon_penalty
-from .falkon import FalkonFamily, falkon_error_fn
+from .falkon import FalkonFamily, falkon_error_fn, iterate_decision
 
 __all__ = ["LogFalkonAdapter", "penalty_path"]
 
@@ -76,7 +77,7 @@ class LogFalkonAdapter(FalkonFamily):
 
     Options
     -------
-    M, max_M, large_n, large_n_max_M, time_target_s, keops, error_every, plateau_rtol, rise_tol, check_divergence
+    M, max_M, large_n, large_n_max_M, keops, error_every, plateau_rtol, rise_tol, check_divergence
         As for :class:`baselines.falkon.FalkonAdapter`.
     path_start : float, default 1e-3
     path_steps : int, default 3
@@ -135,6 +136,10 @@ class LogFalkonAdapter(FalkonFamily):
             step = len(history)
             history.append({"step": step, "penalty": penalties[min(step, len(penalties) - 1)],
                             "seconds": float(holder["model"].fit_times_[-1]), metric: value})
+            if self.checkpoint_hook is not None:  # this Newton step's iterate on the test rows (issue 42)
+                decision = iterate_decision("binary", holder["model"], sys._getframe(1))
+                if decision is not None:
+                    self._checkpoint(decision, step=step, penalty=history[-1]["penalty"], train_error=value)
             return value, metric
 
         every = self.options["error_every"]

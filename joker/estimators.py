@@ -373,7 +373,16 @@ class _JokerBase(BaseEstimator):
         op = self._operator(X, Xt, Y.shape[1], seed, center_weight)
         if alpha0 is not None:
             alpha0 = (as_float64(alpha0, device=Y.device) / scale).to(Y.dtype)
-        res = dbcd_tr(op, loss, Y, lam, options, seed=seed, alpha0=alpha0, sample_weight=sample_weight)
+        hook = getattr(self, "epoch_callback", None)  # not a parameter: set on the instance (anytime curves)
+
+        def each_certificate(row, alpha):
+            # the current iterate as the model, so that decision_function / predict work inside the hook
+            self._store_model(op, alpha, scale)
+            self.n_epochs_ = int(row["epoch"])
+            hook(row)
+
+        res = dbcd_tr(op, loss, Y, lam, options, seed=seed, alpha0=alpha0, sample_weight=sample_weight,
+                      callback=each_certificate if hook is not None else None)
         self._store_model(op, res.alpha, scale)
         self._store_certificate(res, options, scale ** degree, scale ** 2)
         self.fit_time_ = time.perf_counter() - t0
