@@ -37,7 +37,9 @@ z||^2)``).
 Plan (:func:`torchkm_plan`): the exact solver holds, in float64 whatever the
 trial's dtype, the kernel, its eigenvectors, ``diag(1/eig) U^T`` and LAPACK's
 ``eigh`` workspace: about ``5 n^2`` doubles. ``mode="auto"`` takes it when
-that fits the budget, else the Nystrom solver with ``num_landmarks``
+that fits the budget and, on the CPU, its eigendecomposition (``9 n^3``
+flops at the measured GEMM pace) fits the shared time rule
+(``FIT_TIME_SHARE`` of the trial's seconds), else the Nystrom solver with ``num_landmarks``
 landmarks and rank ``nys_k`` (halved together until they fit). Upstream
 fault of the Nystrom solvers: they ignore the bandwidth and estimate their
 own (``sigest`` on the landmarks; the wrapper refuses ``rbf_sigma`` with
@@ -176,8 +178,22 @@ class TorchKMAdapter(Adapter):
 
     def _plan(self, budget: Budget, n: int, d: int) -> dict[str, Any]:
         limit = budget.gpu_bytes if self.on_gpu else budget.host_bytes
-        return torchkm_plan(limit, n, d, self.options["mode"], int(self.options["num_landmarks"]),
-                            int(self.options["nys_k"]))
+        mode = self.options["mode"]
+        L, k = int(self.options["num_landmarks"]), int(self.options["nys_k"])
+        plan = torchkm_plan(limit, n, d, mode, L, k)
+        time_limit = self._time_limit(budget)  # the shared rule: FIT_TIME_SHARE of the trial's seconds (CPU)
+        if mode == "auto" and plan["mode"] == "exact" and time_limit is not None:
+            # the exact solver's eigendecomposition alone is about 9 n^3 flops (LAPACK syevd), float64
+            from .pace import gemm_flop_seconds
+
+            eig_s = 9.0 * n ** 3 * gemm_flop_seconds("float64", self.n_threads)
+            if eig_s > time_limit[0]:
+                plan = torchkm_plan(limit, n, d, "nystrom", L, k)
+                plan["plan_reason"] = (f"the exact solver's eigendecomposition (9 n^3 flops at the measured GEMM pace: "
+                                       f"{eig_s:.3g} s) exceeds {time_limit[1]}, {time_limit[0]:.0f} s: Nystrom, "
+                                       f"{plan['num_landmarks']} landmarks, rank {plan['nys_k']} (TorchKM picks its "
+                                       "own bandwidth there)")
+        return plan
 
     def _work(self, n: int, d: int, plan: dict[str, Any]) -> tuple[float, str] | None:
         if self.on_gpu:
