@@ -654,7 +654,9 @@ def main(argv=None):
         results.append(res)
         brief = {k: res.get(k) for k in ("status", "fit_s", "epochs", "gap", "kkt", "metric", "peak_rss_mib")
                  if k in res}
-        for r in res.get("rows", []):  # a ratio problem: one line per method
+        if PROBLEMS[name]["group"] == "askotch" and res.get("status") == "ok":
+            print(askotch_compare.render([res]), file=sys.stderr, flush=True)
+        for r in res.get("rows", []) if PROBLEMS[name]["group"] == "ratio" else []:  # one line per method
             print(f"[solver_bench]   {r['method']}: fit {r['fit_s']:.2f} s, acc {100 * r['accuracy']:.2f}%"
                   + (f", {r['epochs']} epochs, gap {r['gap']:.1e}, ratio {r['ratio']:.2f}, {r['verdict']}"
                      if "ratio" in r else ""), file=sys.stderr, flush=True)
