@@ -38,7 +38,8 @@ pass, ``ceil(n / block)`` steps) the relative residual ``||(K + lambd I) w
 - b|| / ||b||`` (upstream's ``rel_residual``, one more kernel pass) is
 recorded and reported through :meth:`Adapter._checkpoint`; the fit stops
 when it is at most ``tol``, after ``max_epochs`` passes, or after
-``max_time`` seconds. ASkotch itself has no stopping rule (its harness runs
+``max_time`` seconds (on the CPU at most the plan's ``time_limit_s``:
+``FIT_TIME_SHARE`` of the trial's seconds, the shared rule of every plan). ASkotch itself has no stopping rule (its harness runs
 for a time budget).
 
 KeOps compiles one C++ reduction per formula, dimension and dtype on first
@@ -162,6 +163,10 @@ class ASkotchAdapter(Adapter):
                                f"upstream's block size n // {BLOCK_DIVISOR}, at least min(n, {MIN_BLOCK})") + (
             f"; Nystrom rank min(rank = {int(self.options['rank'])}, block); rows, targets, iterate and "
             f"preconditioner on {'the GPU' if self.on_gpu else 'the host'}, kernel streamed by KeOps")
+        limit = self._time_limit(budget)  # the shared rule (CPU): stop at FIT_TIME_SHARE of the trial's seconds
+        if limit is not None:
+            plan["time_limit_s"] = float(limit[0])
+            plan["plan_reason"] += f"; fit stopped after {limit[0]:.0f} s ({limit[1]}) if tol is not reached"
         return plan
 
     def _work(self, n: int, d: int, plan: dict[str, Any]) -> tuple[float, str] | None:
@@ -195,6 +200,9 @@ class ASkotchAdapter(Adapter):
         every = int(self.options["check_every"] or steps_per_pass)
         max_steps = max(1, math.ceil(float(self.options["max_epochs"]) * steps_per_pass))
         tol, max_time = float(self.options["tol"]), self.options["max_time"]
+        if self.plan_.get("time_limit_s") is not None:  # the shared time rule of the plan
+            max_time = min(float(max_time), self.plan_["time_limit_s"]) if max_time is not None \
+                else self.plan_["time_limit_s"]
         self._lambd = askotch_lambd(self.lam)
         self._stop = "max_epochs"
         self._steps = 0
@@ -258,6 +266,7 @@ class ASkotchAdapter(Adapter):
         return {
             "conversions": {
                 "lambd": askotch_lambd(self.lam),
+                "sigma": self.sigma,
                 "kernel_params": self._kernel_params(),
                 "block_sz": None if self.plan_ is None else self.plan_["block_size"],
                 "precond_params": None if self.plan_ is None else
@@ -274,7 +283,7 @@ class ASkotchAdapter(Adapter):
         converged = final is not None and final <= tol
         why = {"tol": f"relative residual {final:.3g} <= tol {tol:g}" if final is not None else "",
                "max_epochs": f"ran max_epochs = {self.options['max_epochs']:g} passes",
-               "max_time": f"stopped at max_time = {self.options['max_time']} s"}[self._stop]
+               "max_time": "stopped at the time limit (max_time or the plan's time_limit_s)"}[self._stop]
         if self._stop != "tol" and final is not None:
             why += f"; relative residual {final:.3g} {'<=' if converged else '>'} tol {tol:g}"
         return {"converged": converged, "reason": why, "final": final, "n_iter": self._steps,

@@ -117,14 +117,14 @@ def run(tag, *, threads=2, device="cpu", max_epochs=200):
 def render(results):
     """A plain-text table of the ``askotch-*`` results (one line per solver and dtype)."""
     lines = ["Joker-exact KRR vs ASkotchV2 (same data, Gaussian kernel, lam; time to Joker's relative residual)",
-             f"{'problem':14s} {'dtype':8s} {'method':12s} {'fit s':>9s} {'residual':>10s} {'test RMSE':>10s} "
+             f"{'problem':16s} {'dtype':8s} {'method':12s} {'fit s':>9s} {'residual':>10s} {'test RMSE':>10s} "
              f"{'ASkotch/Joker':>14s}"]
     for res in results:
         if res.get("status") != "ok":
-            lines.append(f"{res.get('problem', '?'):14s} {res.get('status')}: {res.get('error', '')}")
+            lines.append(f"{res.get('problem', '?'):16s} {res.get('status')}: {res.get('error', '')}")
             continue
         for r in res["rows"]:
             ratio = f"{r['ratio']:.2f}" + ("" if r.get("reached") else " (not reached)") if "ratio" in r else ""
-            lines.append(f"{res['problem']:14s} {r['dtype']:8s} {r['method']:12s} {r['fit_s']:9.2f} "
+            lines.append(f"{res['problem']:16s} {r['dtype']:8s} {r['method']:12s} {r['fit_s']:9.2f} "
                          f"{r['residual']:10.2e} {r['rmse']:10.4f} {ratio:>14s}")
     return "\n".join(lines)
