@@ -102,3 +102,10 @@ def schema_of(tags: dict[str, str]) -> int:
         return int(value)
     except ValueError:
         raise ValueError(f"tag {SCHEMA_TAG} must be an integer, got {value!r}") from None
+
+
+#: Tags a trial's record carries about the settings it used: ``settings_source`` (``tuned`` or
+#: ``untuned (<why>)``), the table's file, version and sha256, the row's tuned final fit and its
+#: validation metric (:func:`joker.bench.config.settings_table.apply_settings`, ``docs/benchmark/tuning.md``).
+SETTINGS_TAGS = ("settings_source", "settings_file", "settings_version", "settings_sha256",
+                 "settings_row_run", "settings_row_val")
