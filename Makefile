@@ -41,13 +41,13 @@ JOKER_DATA_HOME ?= $(HOME)/.cache/joker-bench
 
 .PHONY: help docs install install-baselines install-falkon install-eigenpro3 install-eigenpro4 gpu-check test smoke reproduce-table4 tune-settings report ui bench-solver bench-data cluster-up cluster-down clean clean-data distclean
 
-# Baselines that are not on PyPI (Falkon with LogFalkon, EigenPro 3, EigenPro 4):
+# Baselines that are not on PyPI (Falkon with LogFalkon, EigenPro 3, EigenPro 4, ASkotch):
 # `make install` installs them from a local mirror of their upstream releases
 # (JOKER_BASELINES_MIRROR; default ../shared/baselines when it exists, "" for
 # none), else from upstream, else leaves them out with one line saying why
 # (baselines/install.py). The stamp is written only when all of them are in,
 # so a later `make` tries the missing ones again.
-BASELINES ?= falkon eigenpro3 eigenpro4
+BASELINES ?= falkon eigenpro3 eigenpro4 askotch
 JOKER_BASELINES_MIRROR ?= $(if $(wildcard ../shared/baselines/SHA256SUMS),$(abspath ../shared/baselines))
 export JOKER_BASELINES_MIRROR
 BASELINES_STAMP := $(VENV)/.joker-bench-baselines
@@ -63,7 +63,7 @@ MAX_JOBS ?= 2
 help:
 	@echo "make install            virtualenv $(VENV): the project, its test extras and the baselines $(BASELINES)"
 	@echo "                        (from JOKER_BASELINES_MIRROR=$(JOKER_BASELINES_MIRROR), else upstream)"
-	@echo "make install-baselines  only the baselines (BASELINES=\"falkon eigenpro3 eigenpro4\")"
+	@echo "make install-baselines  only the baselines (BASELINES=\"falkon eigenpro3 eigenpro4 askotch\")"
 	@echo "make install-falkon     build Falkon (LogFalkon) from source into $(VENV) (FALKON_SRC=$(FALKON_SRC), MAX_JOBS=$(MAX_JOBS))"
 	@echo "make gpu-check          torch-based methods at paper scale on one GPU, gpu-2g and gpu-10g (exits 0 without a GPU)"
 	@echo "make test               the test suite (includes a smoke sweep on real data)"

@@ -1,8 +1,8 @@
-"""Install the baselines that are not on PyPI (Falkon with LogFalkon, EigenPro 3, EigenPro 4) into this venv.
+"""Install the baselines that are not on PyPI (Falkon with LogFalkon, EigenPro 3, EigenPro 4, ASkotch) into this venv.
 
 Usage (``make install`` runs it; ``make install-baselines BASELINES="falkon"`` for a subset)::
 
-    python -m baselines.install [falkon] [eigenpro3] [eigenpro4] [--mirror DIR] [--require]
+    python -m baselines.install [falkon] [eigenpro3] [eigenpro4] [askotch] [--mirror DIR] [--require]
 
 Where each comes from, in this order:
 
@@ -31,6 +31,14 @@ modules), so each source is unpacked under ``<venv>/src/`` and put on the
 path by a ``.pth`` file in ``site-packages``; their PyPI requirements
 (``requirements.txt``) are installed with pip. Nothing enters the
 repository.
+
+ASkotch (package ``fast_krr``, method id ``askotch``): its source (the
+mirror's ``fast_krr-<commit>.tar.gz``, else ``git+`` upstream) is a proper
+setuptools package, so it is pip-installed into the venv
+(:func:`_install_package`: ``--no-deps --no-build-isolation``, after its
+``requirements.txt`` minus torch, i.e. ``pykeops`` from PyPI, so that pip
+never replaces the pinned torch). KeOps compiles its C++ kernels on first
+use (a C++ compiler is enough on the CPU), not at install time.
 
 ``--stamp FILE`` is touched when every baseline named is installed (the
 Makefile's stamp), removed otherwise, so a later ``make`` tries again.
@@ -89,7 +97,10 @@ SOURCES: dict[str, Source] = {
     "falkon": Source("falkon", "https://github.com/FalkonML/falkon.git", "falkon-src-*.tar.gz", "falkon"),
     "eigenpro3": Source("eigenpro3", "https://github.com/EigenPro/EigenPro3.git", "EigenPro3-*.tar.gz", "eigenpro3"),
     "eigenpro4": Source("eigenpro4", "https://github.com/EigenPro/EigenPro.git", "EigenPro-*.tar.gz", "eigenpro"),
+    "askotch": Source("askotch", "https://github.com/pratikrathore8/fast_krr.git", "fast_krr-*.tar.gz", "fast_krr"),
 }
+#: Baselines installed as pip packages from their source (the others of SOURCES but Falkon go on the path).
+PIP_PACKAGES = ("askotch",)
 
 
 def default_mirror() -> Path | None:
@@ -317,6 +328,57 @@ def _install_on_path(source: Source, mirror: Path | None) -> tuple[bool, str]:
     return ok, f"{text} (from {origin})"
 
 
+def _requirements(folder: Path) -> list[str]:
+    """The PyPI requirements of an unpacked source (``requirements.txt``) minus torch and pytest.
+
+    torch is left out so that pip never replaces the project's pinned (CPU or CUDA) build.
+    """
+    req = folder / "requirements.txt"
+    if not req.is_file():
+        return []
+    return [r for r in (ln.split("#")[0].strip() for ln in req.read_text().splitlines())
+            if r and not re.match(r"^(torch|pytest)\b", r)]
+
+
+def _install_package(source: Source, mirror: Path | None) -> tuple[bool, str]:
+    """pip-install a setuptools source (ASkotch's ``fast_krr``) from the mirror, else upstream git.
+
+    Its requirements (minus torch) first, then the package itself with
+    ``--no-deps --no-build-isolation`` (the venv's setuptools and wheel;
+    nothing else is resolved). The mirror's archive is verified against
+    ``SHA256SUMS`` (:func:`mirror_file`) and unpacked into a temporary folder
+    that is removed afterwards (pip copies what it installs).
+    """
+    archive, why = mirror_file(mirror, source.archive)
+    proc = _pip("setuptools", "wheel")
+    if proc.returncode != 0:
+        return False, f"pip could not install the build tools: {_tail(proc)}"
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            if archive is not None:
+                folder, origin = _unpack(archive, Path(tmp)), str(archive)
+                if not (folder / source.module).is_dir():
+                    return False, f"{archive} has no package folder {source.module}/"
+                wanted, target = _requirements(folder), str(folder)
+            elif _reachable(source.git):
+                folder, origin = _clone(source, Path(tmp)), source.git
+                wanted, target = _requirements(folder), str(folder)
+            else:
+                return False, (f"{why}, and {source.git} is not reachable; set {MIRROR_ENV}=<folder with the "
+                               "releases> or pip install it from a checkout")
+            if wanted:
+                proc = _pip(*wanted)
+                if proc.returncode != 0:
+                    return False, f"pip could not install {source.name}'s requirements {wanted}: {_tail(proc)}"
+            proc = _pip("--no-deps", "--no-build-isolation", target)
+            if proc.returncode != 0:
+                return False, f"pip could not install {source.name} from {origin}: {_tail(proc)}"
+    except (OSError, RuntimeError, subprocess.SubprocessError, tarfile.TarError) as exc:
+        return False, f"could not unpack or clone {source.name}: {type(exc).__name__}: {exc}"
+    ok, text = _check(source.name)
+    return ok, f"{text} (from {origin})"
+
+
 def install(names: list[str], mirror: Path | None, max_jobs: int = 2) -> dict[str, tuple[bool, str, float]]:
     """Install each baseline; ``{name: (installed, one-line description, seconds)}``.
 
@@ -344,7 +406,12 @@ def install(names: list[str], mirror: Path | None, max_jobs: int = 2) -> dict[st
         if ok:
             out[name] = (True, f"already installed: {text}", time.perf_counter() - t0)
             continue
-        ok, text = _install_falkon(mirror, max_jobs) if name == "falkon" else _install_on_path(SOURCES[name], mirror)
+        if name == "falkon":
+            ok, text = _install_falkon(mirror, max_jobs)
+        elif name in PIP_PACKAGES:
+            ok, text = _install_package(SOURCES[name], mirror)
+        else:
+            ok, text = _install_on_path(SOURCES[name], mirror)
         out[name] = (ok, text, time.perf_counter() - t0)
     return out
 

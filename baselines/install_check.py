@@ -2,7 +2,7 @@
 
 Usage::
 
-    python -m baselines.install_check falkon|eigenpro3|eigenpro4
+    python -m baselines.install_check falkon|eigenpro3|eigenpro4|askotch
 
 Prints one line (library, version, where it was found; for Falkon whether
 its compiled extension loaded and with which CUDA version) and exits 0, or
@@ -44,7 +44,7 @@ def check(name: str) -> tuple[bool, str]:
 
     Parameters
     ----------
-    name : {"falkon", "eigenpro3", "eigenpro4"}
+    name : {"falkon", "eigenpro3", "eigenpro4", "askotch"}
         A key of :data:`baselines.install.SOURCES`; the registered adapter of
         that id (if any) says whether it can run.
 

@@ -44,6 +44,8 @@ ADAPTERS: dict[str, str] = {
     "libsvm": "baselines.libsvm:LibSVMAdapter",
     "ipm-lowrank": "baselines.ipm_lowrank:IPMLowRankAdapter",
     "sodm": "baselines.sodm:SODMAdapter",
+    "askotch": "baselines.askotch:ASkotchAdapter",
+    "torchkm": "baselines.torchkm:TorchKMAdapter",
 }
 
 
@@ -54,6 +56,8 @@ INSTALL_HINTS: dict[str, str] = {
     "eigenpro3": "make install-baselines BASELINES=eigenpro3",
     "eigenpro4": "make install-baselines BASELINES=eigenpro4",
     "thundersvm": ".venv/bin/pip install thundersvm-cpu",
+    "askotch": "make install-baselines BASELINES=askotch",
+    "torchkm": ".venv/bin/pip install torchkm==4.3.2",
 }
 INSTALL_HINTS["logfalkon"] = INSTALL_HINTS["falkon"]
 

@@ -33,6 +33,10 @@ ijcnn1 (49,990 / 91,701, sigma 6.2949, C = 1, lam = 1):
     (RFF, M = 4096).
 HEPC (200,000 / 50,000 seeded subset, sigma 3.9086, lam = 1, block 2048):
     ``hepc-rff2048``, ``hepc-rff8192``.
+Exact Joker KRR against ASkotch (issue 41, :mod:`benchmarks.askotch_compare`):
+    ``askotch-hepc-5k``, ``askotch-hepc-20k``: the same HEPC rows, sigma and
+    lam, float32 and float64, time to Joker's relative residual and test
+    RMSE, with the ratio (a table of its own).
 Exact Joker against SVC at the same C (issue 13, :mod:`benchmarks.svc_ratio`):
     ``ratio-<data>-C<C>`` for a9a subsets of 2,000 / 5,000 / 20,000 rows,
     digits (10 classes), ijcnn1 (20,000 and all rows), Skin (20,000) at
@@ -65,7 +69,7 @@ import time
 
 from baselines.threads import thread_env
 
-from benchmarks import official_compare, official_joker, svc_ratio
+from benchmarks import askotch_compare, official_compare, official_joker, svc_ratio
 from joker.bench.config.paths import repo_root
 
 # --------------------------------------------------------------------------
@@ -96,6 +100,9 @@ for _tag in svc_ratio.DATASETS:
     for _C in svc_ratio.CS:
         PROBLEMS[f"ratio-{_tag}-C{_C:g}"] = dict(group="ratio", data=_tag, C=_C, est="ratio")
 
+for _tag in askotch_compare.DATASETS:
+    PROBLEMS[f"askotch-{_tag}"] = dict(group="askotch", data=_tag, est="askotch")
+
 
 def _official_text(name):
     """Reference text of a 5k problem from the corrected anchors (one source: official_compare)."""
@@ -119,6 +126,8 @@ REFERENCE_TEXT = {
        if spec["group"] == "ratio"},
     **{off: f"the official code on {name}, timed here when ${official_joker.ENV} is set"
        for name, off in OFFICIAL.items()},
+    **{name: "ASkotchV2 in the same run, float32 and float64; ratio = its time / Joker's to Joker's residual"
+       for name, spec in PROBLEMS.items() if spec["group"] == "askotch"},
 }
 
 
@@ -264,6 +273,8 @@ def run_problem(name, *, dtype="auto", threads=2, max_epochs=200, verbose=0, off
         return dict(problem=name, tag=spec["data"], **svc_ratio.run(spec["data"], spec["C"], max_epochs=max_epochs))
     if spec["est"] == "official":
         return _run_official(name, spec["of"], official_max_blocks)
+    if spec["est"] == "askotch":
+        return dict(problem=name, **askotch_compare.run(spec["data"], threads=threads, max_epochs=max_epochs))
     data, out = _load_described(name, spec["data"])
     if spec["est"] == "svc":
         out.update(_run_libsvm(data))
@@ -526,13 +537,17 @@ def _table(headers, rows):
 def render(results):
     """Format the results as tables: the anchor problems, Joker against the official code, the SVC ratios."""
     ratio = [r for r in results if PROBLEMS[r["problem"]]["group"] == "ratio"]
-    anchor = [r for r in results if PROBLEMS[r["problem"]]["group"] != "ratio" and r.get("status") != "anchors"]
+    askotch = [r for r in results if PROBLEMS[r["problem"]]["group"] == "askotch"]
+    anchor = [r for r in results if PROBLEMS[r["problem"]]["group"] not in ("ratio", "askotch")
+              and r.get("status") != "anchors"]
     parts = [_render_anchor(results, anchor)] if anchor else []
     headers, rows = official_compare.table(results, OFFICIAL)
     if rows:
         parts.append(_table(headers, rows))
     if ratio:
         parts.append(_table(*svc_ratio.render(ratio)) + "\n" + svc_ratio.FOOTNOTE)
+    if askotch:
+        parts.append(askotch_compare.render(askotch))
     return "\n\n".join(parts)
 
 
@@ -639,7 +654,9 @@ def main(argv=None):
         results.append(res)
         brief = {k: res.get(k) for k in ("status", "fit_s", "epochs", "gap", "kkt", "metric", "peak_rss_mib")
                  if k in res}
-        for r in res.get("rows", []):  # a ratio problem: one line per method
+        if PROBLEMS[name]["group"] == "askotch" and res.get("status") == "ok":
+            print(askotch_compare.render([res]), file=sys.stderr, flush=True)
+        for r in res.get("rows", []) if PROBLEMS[name]["group"] == "ratio" else []:  # one line per method
             print(f"[solver_bench]   {r['method']}: fit {r['fit_s']:.2f} s, acc {100 * r['accuracy']:.2f}%"
                   + (f", {r['epochs']} epochs, gap {r['gap']:.1e}, ratio {r['ratio']:.2f}, {r['verdict']}"
                      if "ratio" in r else ""), file=sys.stderr, flush=True)

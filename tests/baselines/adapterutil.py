@@ -28,6 +28,8 @@ CONTRACT_CASES: dict[str, tuple[str, dict[str, Any]]] = {
     "libsvm": ("hinge", {}),
     "ipm-lowrank": ("hinge", {"max_components": 256}),
     "sodm": ("odm", {"levels": 2, "max_epochs": 50, "n_jobs": 1}),
+    "askotch": ("squared", {"max_epochs": 20}),
+    "torchkm": ("hinge", {}),
 }
 #: lam of the contract problem (C = 10 for the SVMs).
 CONTRACT_LAM = 0.1

@@ -31,6 +31,8 @@ PLAN_KNOBS = {
     "libsvm": {"cache_size_mib", "shrinking"},
     "ipm-lowrank": {"n_components"},
     "sodm": {"block_size", "n_components", "levels", "n_jobs"},
+    "askotch": {"block_size", "rank"},
+    "torchkm": {"mode", "num_landmarks", "nys_k"},
 }
 
 
@@ -159,6 +161,14 @@ class TestIPMLowRankContract(AdapterContract):
 
 class TestSODMContract(AdapterContract):
     method = "sodm"
+
+
+class TestASkotchContract(AdapterContract):
+    method = "askotch"
+
+
+class TestTorchKMContract(AdapterContract):
+    method = "torchkm"
 
 
 def test_every_solver_id_has_a_contract_class():

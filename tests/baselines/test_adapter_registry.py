@@ -14,7 +14,7 @@ from baselines.registry import ADAPTERS
 
 REPO = Path(__file__).resolve().parents[2]
 IDS = ["joker-exact", "joker-inexact", "falkon", "logfalkon", "eigenpro3", "eigenpro4", "thundersvm", "libsvm", "ipm-lowrank",
-       "sodm"]
+       "sodm", "askotch", "torchkm"]
 
 
 def test_every_solver_id_is_registered():

@@ -53,7 +53,7 @@ def test_mirror_default_and_override(monkeypatch, tmp_path):
     assert inst.default_mirror() == (SHARED if (SHARED / "SHA256SUMS").is_file() else None)
 
 
-@pytest.mark.parametrize("name", ["falkon", "eigenpro3", "eigenpro4"])
+@pytest.mark.parametrize("name", ["falkon", "eigenpro3", "eigenpro4", "askotch"])
 def test_neither_mirror_nor_network_leaves_it_out_with_how_to_add_it(name, monkeypatch):
     monkeypatch.setattr(inst, "_check", lambda n: (False, f"{n} is not installed"))
     monkeypatch.setattr(inst, "_reachable", lambda url: False)
@@ -93,3 +93,32 @@ def test_a_git_archive_unpacks_to_one_folder(tmp_path):
     folder = inst._unpack(archive, tmp_path / "src")
     assert folder == tmp_path / "src" / "EigenPro-abc" and (folder / "eigenpro" / "__init__.py").is_file()
     assert inst._unpack(archive, tmp_path / "src") == folder  # kept when it exists
+
+
+def test_askotch_is_pip_installed_from_the_verified_archive_without_touching_torch(tmp_path, monkeypatch):
+    """fast_krr's requirements minus torch (pykeops) first, then the unpacked folder with --no-deps."""
+    src = tmp_path / "fast_krr-x"
+    (src / "fast_krr").mkdir(parents=True)
+    (src / "fast_krr" / "__init__.py").write_text('__version__ = "0.1.0"\n')
+    (src / "requirements.txt").write_text("torch>=2.5.0\npykeops>=2.2.0\n")
+    archive = Path(shutil.make_archive(str(tmp_path / "fast_krr-abc"), "gztar", tmp_path, "fast_krr-x"))
+    mirror = tmp_path / "m"
+    mirror.mkdir()
+    _mirror(mirror, {archive.name: archive.read_bytes()})
+    calls = []
+
+    class Done:
+        returncode, stdout, stderr = 0, "", ""
+
+    def fake_pip(*args):
+        calls.append(args)
+        if args[:2] == ("--no-deps", "--no-build-isolation"):
+            assert (Path(args[2]) / "fast_krr" / "__init__.py").is_file()  # the unpacked folder, still there
+        return Done()
+
+    monkeypatch.setattr(inst, "_pip", fake_pip)
+    monkeypatch.setattr(inst, "_check", lambda n: (False, "no") if not calls else (True, "ok: askotch importable"))
+    ((ok, text, _),) = inst.install(["askotch"], mirror).values()
+    assert ok and archive.name in text
+    assert ("pykeops>=2.2.0",) in calls and not any("torch" in a for c in calls for a in c)
+    assert calls[-1][:2] == ("--no-deps", "--no-build-isolation")

@@ -34,9 +34,10 @@ OPTIONS = {
     "eigenpro3": {"epochs": 3, "n_centers": 300},
     "eigenpro4": {"epochs": 3, "n_centers": 300},
     "ipm-lowrank": {"n_components": 64},
+    "askotch": {"block_size": 200, "max_epochs": 5, "tol": 1e-12},   # a checkpoint per pass (3 steps)
 }
 LOSS = {"joker-exact": "hinge", "joker-inexact": "hinge", "falkon": "squared", "logfalkon": "logistic",
-        "eigenpro3": "squared", "eigenpro4": "squared", "ipm-lowrank": "hinge"}
+        "eigenpro3": "squared", "eigenpro4": "squared", "ipm-lowrank": "hinge", "askotch": "squared"}
 
 
 @pytest.mark.parametrize("method", list(OPTIONS))

@@ -14,7 +14,7 @@ export_conf_env()
 register_configs()
 
 METHODS = ["joker-exact", "joker-inexact", "falkon", "logfalkon", "eigenpro3", "eigenpro4", "thundersvm", "libsvm",
-           "ipm-lowrank", "sodm"]
+           "ipm-lowrank", "sodm", "askotch", "torchkm"]
 
 
 def _compose(name="smoke", overrides=()):

@@ -7,9 +7,9 @@ from benchutil import parent_runs, trial_runs
 pytestmark = pytest.mark.slow
 
 METHODS = {"joker-exact", "joker-inexact", "falkon", "logfalkon", "eigenpro3", "eigenpro4", "thundersvm", "libsvm",
-           "ipm-lowrank"}
+           "ipm-lowrank", "askotch", "torchkm"}
 #: The baselines that are not on PyPI (``make install`` installs them from ../shared/baselines).
-UPSTREAM = ("falkon", "logfalkon", "eigenpro3", "eigenpro4")
+UPSTREAM = ("falkon", "logfalkon", "eigenpro3", "eigenpro4", "askotch")
 STATUSES = {"ok", "skipped", "timeout", "oom", "over_budget", "diverged", "error"}
 
 
@@ -48,6 +48,7 @@ def test_reference_methods_succeed_with_sane_metrics(runs):
         assert hepc.data.tags["status"] == "ok", (method, hepc.data.tags["reason"])
         assert 0 < hepc.data.metrics["test_rmse"] < 0.5  # kW; the mean predictor is ~1.06
     assert got[("hepc", "logfalkon")].data.tags["status"] == "skipped"
+    assert got[("hepc", "torchkm")].data.tags["status"] == "skipped"  # binary only (SVM, KLR): no regression loss
     for (ds, method), r in got.items():
         if r.data.tags["status"] == "skipped":
             assert r.data.tags["skip_reason"], (ds, method)
@@ -65,7 +66,7 @@ def test_no_smoke_model_is_flagged_trivial(runs):
 
 
 def test_upstream_baselines_run(runs):
-    """Falkon, LogFalkon, EigenPro 3 and 4 end ``ok`` on every smoke cell they have a loss for.
+    """Falkon, LogFalkon, EigenPro 3 and 4, ASkotch end ``ok`` on every smoke cell they have a loss for.
 
     Outside CI a baseline that is not installed may be ``skipped`` (with its
     install hint); in CI (``CI=true``) ``make install`` has installed them all.

@@ -18,7 +18,7 @@ import pytest
 from benchutil import trial_runs
 
 pytestmark = pytest.mark.slow
-ITERATIVE = ("joker-exact", "joker-inexact", "falkon", "logfalkon", "eigenpro3", "eigenpro4", "ipm-lowrank")
+ITERATIVE = ("joker-exact", "joker-inexact", "falkon", "logfalkon", "eigenpro3", "eigenpro4", "ipm-lowrank", "askotch")
 
 
 def check_store(uri: str, experiment: str) -> int:

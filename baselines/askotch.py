@@ -1,0 +1,290 @@
+"""``askotch``: ASkotch (package ``fast_krr``), ``ASkotchV2`` on ``FullKRR``: full KRR by block coordinate descent.
+
+ASkotch (Rathore, Frangella, Yang, Derezinski, Udell, "Have ASkotch: A Neat
+Solution for Large-scale Kernel Ridge Regression", arXiv 2407.10070) solves
+the *full* KRR system ``(K + lambd I) w = b`` by accelerated, Nystrom-
+preconditioned randomized block coordinate descent (sketch-and-project),
+with the kernel evaluated lazily by KeOps (O(n) memory). It is not on PyPI;
+``make install`` installs it from the mirror (``baselines.install``,
+``askotch``). Without it, :meth:`ASkotchAdapter.available` returns
+``(False, "fast_krr is not installed")``.
+
+Conversions (``baselines.conventions.askotch_lambd``): ``FullKRR`` minimises
+``(1/2) w^T (K + lambd I) w - b^T w`` (``fast_krr.models.full_krr``:
+``lin_op(v) = K v + lambd v``; its ``train_loss``), whose minimiser solves
+``(K + lambd I) w = b``. The benchmark's KRR ``(lam/2)||f||^2 + (1/2) sum
+(f_i - y_i)^2`` has the same minimiser at ``lambd = lam`` (no factor ``n``:
+ASkotch's README writes ``lambd = 1e-6 * n`` because its authors think of a
+per-sample regulariser; here ``lam`` already multiplies a sum).
+``kernel_params = {"type": "rbf", "sigma": sigma}`` is
+``exp(-||x - z||^2 / (2 sigma^2))`` (``fast_krr.kernels.rbf.Rbf``), the
+benchmark's sigma unchanged. Binary problems are KRR on -1/+1 targets, as
+for Falkon and EigenPro.
+
+Plan (:func:`askotch_plan`): upstream's recommended block size ``n // 100``
+(at least ``min(n, 1000)``: :data:`MIN_BLOCK`) and Nystrom rank ``min(rank, block)`` (upstream:
+``r = 100``, ``rho = "damped"``); everything stays on the fit's device (the
+rows, the targets, the iterate and two acceleration vectors, the block's
+preconditioner); the kernel is never stored (KeOps reductions in tiles).
+
+Precision: ASkotch builds its random sketches and the preconditioner's
+branch from ``torch.get_default_dtype()``; the adapter sets the default to
+the working dtype for the fit and restores it afterwards, so float64 runs in
+float64 end to end (float64 inputs under a float32 default meet a KeOps
+dtype error upstream).
+
+Convergence and anytime points: every ``check_every`` steps (default: one
+pass, ``ceil(n / block)`` steps) the relative residual ``||(K + lambd I) w
+- b|| / ||b||`` (upstream's ``rel_residual``, one more kernel pass) is
+recorded and reported through :meth:`Adapter._checkpoint`; the fit stops
+when it is at most ``tol``, after ``max_epochs`` passes, or after
+``max_time`` seconds (on the CPU at most the plan's ``time_limit_s``:
+``FIT_TIME_SHARE`` of the trial's seconds, the shared rule of every plan). ASkotch itself has no stopping rule (its harness runs
+for a time budget).
+
+KeOps compiles one C++ reduction per formula, dimension and dtype on first
+use (about 5 s each on 2 busy cores, cached under ``~/.cache/keops*``);
+the first fit of a new ``d`` pays it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from typing import Any, Iterator
+
+import numpy as np
+
+from .base import Adapter, Budget, capture_output, torch_threads
+from .conventions import askotch_lambd
+
+__all__ = ["ASkotchAdapter", "askotch_plan"]
+
+#: Upstream's recommended block size is ``n // BLOCK_DIVISOR`` (fast_krr README, "Hyperparameter recommendations").
+BLOCK_DIVISOR = 100
+#: ... but at least ``min(n, MIN_BLOCK)``: below some thousands of rows ``n // 100`` gives blocks of a few rows
+#: whose steps are all Python and KeOps call overhead (600 HIGGS rows, blocks of 6: 200 s for what blocks of
+#: 600 do in seconds), and each new rank ``min(100, block)`` is one more KeOps compilation.
+MIN_BLOCK = 1000
+
+
+def askotch_plan(n: int, d: int, dtype_bytes: int, block_size: int | None = None, rank: int = 100) -> dict[str, Any]:
+    """ASkotch's knobs and memory on one device (host or GPU: everything stays where the fit runs).
+
+    Parameters
+    ----------
+    n, d : int
+        Training rows and features.
+    dtype_bytes : int
+        4 (float32) or 8 (float64).
+    block_size : int or None
+        Forced block size (None: upstream's ``n // 100``, at least ``min(n, MIN_BLOCK)``), capped by ``n``.
+    rank : int
+        Nystrom rank of the block preconditioner, capped by the block size.
+
+    Returns
+    -------
+    dict
+        ``block_size``, ``rank`` and ``est_bytes`` = ``dtype_bytes * (n d +
+        8 n + b d + 4 b r + r^2)``: the rows, targets, iterate, the two
+        acceleration vectors, the sampling probabilities and a residual
+        (``8 n``), the block's rows, the sketch, its product, the factor and
+        the eigenvectors (``4 b r``), the small Cholesky (``r^2``). KeOps
+        reductions stream the kernel in tiles (no n x n storage).
+    """
+    b = min(n, int(block_size)) if block_size else min(n, max(MIN_BLOCK, n // BLOCK_DIVISOR))
+    r = max(1, min(int(rank), b))
+    est = dtype_bytes * (n * d + 8 * n + b * d + 4 * b * r + r * r)
+    return {"block_size": int(b), "rank": int(r), "est_bytes": int(est)}
+
+
+@contextlib.contextmanager
+def _default_dtype(dtype: Any) -> Iterator[None]:
+    """``torch.set_default_dtype(dtype)`` for a block, restored afterwards (ASkotch reads the default)."""
+    import torch
+
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(before)
+
+
+class ASkotchAdapter(Adapter):
+    """ASkotchV2 on FullKRR: full KRR (squared loss) for regression and for binary tasks on -1/+1 targets.
+
+    Options
+    -------
+    block_size : int or None, default None
+        Coordinates per step; None: upstream's ``n // 100``, at least ``min(n, 1000)``.
+    rank : int, default 100
+        Nystrom rank of each block's preconditioner (capped by the block size).
+    tol : float, default 1e-6
+        Stop when the relative residual ``||(K + lam I) w - y|| / ||y||`` is at most this.
+    max_epochs : float, default 100
+        At most ``ceil(max_epochs * n / block_size)`` steps.
+    check_every : int or None, default None
+        Steps between residual evaluations (each one kernel pass) and anytime
+        checkpoints; None: one pass, ``ceil(n / block_size)`` steps.
+    max_time : float or None, default None
+        Stop after this many seconds of fit (checked at each residual evaluation).
+    accelerated : bool, default True
+        Upstream's Nesterov-type acceleration (``mu = lambd``, ``nu = n / block``).
+    check_divergence : bool, default True
+        Compare with the trivial predictor after the fit.
+    """
+
+    name = "askotch"
+    module = "fast_krr"
+    distribution = "fast_krr"
+    preload_modules = ("fast_krr.models", "fast_krr.opts", "pykeops.torch")
+    losses = {"regression": ("squared",), "binary": ("squared",)}
+    devices = ("cpu", "cuda")
+    option_defaults = {
+        "block_size": None,
+        "rank": 100,
+        "tol": 1e-6,
+        "max_epochs": 100.0,
+        "check_every": None,
+        "max_time": None,
+        "accelerated": True,
+        "check_divergence": True,
+    }
+    option_kinds = {"block_size": "int", "check_every": "int", "max_time": "number"}
+    positive_int_options = ("rank",)
+    signal = "relative residual ||(K + lam I) w - y|| / ||y|| every check_every ASkotchV2 steps"
+    check_divergence = True
+
+    def _plan(self, budget: Budget, n: int, d: int) -> dict[str, Any]:
+        plan = askotch_plan(n, d, self.dtype_bytes, self.options["block_size"], int(self.options["rank"]))
+        plan["plan_reason"] = ("block_size given" if self.options["block_size"] else
+                               f"upstream's block size n // {BLOCK_DIVISOR}, at least min(n, {MIN_BLOCK})") + (
+            f"; Nystrom rank min(rank = {int(self.options['rank'])}, block); rows, targets, iterate and "
+            f"preconditioner on {'the GPU' if self.on_gpu else 'the host'}, kernel streamed by KeOps")
+        limit = self._time_limit(budget)  # the shared rule (CPU): stop at FIT_TIME_SHARE of the trial's seconds
+        if limit is not None:
+            plan["time_limit_s"] = float(limit[0])
+            plan["plan_reason"] += f"; fit stopped after {limit[0]:.0f} s ({limit[1]}) if tol is not reached"
+        return plan
+
+    def _work(self, n: int, d: int, plan: dict[str, Any]) -> tuple[float, str] | None:
+        if self.on_gpu:
+            return None
+        b, r = plan["block_size"], plan["rank"]
+        # one pass (n / b steps): the block gradients' b x n kernel entries, n^2 in all (2 n^2 (d + 1) flops),
+        # and each block's Nystrom sketch, K_bb times b x r (2 b^2 r (d + 1) per step)
+        return (2.0 * n * n * (d + 1) + 2.0 * n * b * r * (d + 1),
+                f"one pass of n / b steps: block gradients 2 n^2 (d + 1) and Nystrom sketches 2 n b r (d + 1) "
+                f"(n = {n}, d = {d}, b = {b}, r = {r}; a fit takes several)")
+
+    def _work_entries(self, n: int, d: int, plan: dict[str, Any]) -> float | None:
+        return float(n) * n + float(n) * plan["block_size"]
+
+    def _torch_device(self) -> Any:
+        import torch
+
+        return torch.device(self.device)
+
+    def _fit(self, X: np.ndarray, target: np.ndarray) -> None:
+        import torch
+        from fast_krr.models import FullKRR
+        from fast_krr.opts import ASkotchV2
+
+        n = X.shape[0]
+        tdtype = torch.float64 if self.dtype == "float64" else torch.float32
+        dev = self._torch_device()
+        b, r = min(self.plan_["block_size"], n), min(self.plan_["rank"], self.plan_["block_size"], n)
+        steps_per_pass = math.ceil(n / b)
+        every = int(self.options["check_every"] or steps_per_pass)
+        max_steps = max(1, math.ceil(float(self.options["max_epochs"]) * steps_per_pass))
+        tol, max_time = float(self.options["tol"]), self.options["max_time"]
+        if self.plan_.get("time_limit_s") is not None:  # the shared time rule of the plan
+            max_time = min(float(max_time), self.plan_["time_limit_s"]) if max_time is not None \
+                else self.plan_["time_limit_s"]
+        self._lambd = askotch_lambd(self.lam)
+        self._stop = "max_epochs"
+        self._steps = 0
+        forked = [dev.index or 0] if dev.type == "cuda" else []
+        t0 = time.perf_counter()
+        with torch_threads(self.n_threads), capture_output() as lines, _default_dtype(tdtype), \
+                torch.random.fork_rng(devices=forked):
+            self._upstream_log = lines
+            torch.manual_seed(self.seed)
+            x = torch.from_numpy(X).to(dev)
+            y = torch.from_numpy(target.astype(X.dtype)).to(dev)
+            model = FullKRR(x, y, None, None, kernel_params=self._kernel_params(), Ktr_needed=True,
+                            lambd=self._lambd, task="regression" if self.task == "regression" else "classification",
+                            w0=torch.zeros(n, dtype=tdtype, device=dev), device=dev)
+            opt = ASkotchV2(model=model, block_sz=b, precond_params={"type": "nystrom", "r": r, "rho": "damped"},
+                            accelerated=bool(self.options["accelerated"]))
+            self._x_train, self.model_ = x, model
+            y_norm = float(torch.linalg.norm(y))
+            for step in range(1, max_steps + 1):
+                opt.step()
+                if step % every and step != max_steps:
+                    continue
+                residual = float(torch.linalg.norm(model.lin_op(model.w) - y)) / max(y_norm, 1e-300)
+                seconds = time.perf_counter() - t0
+                self._steps = step
+                self._history.append({"iteration": step, "epoch": step / steps_per_pass, "seconds": seconds,
+                                      "rel_residual": residual})
+                if not math.isfinite(residual):
+                    raise FloatingPointError(f"non-finite relative residual at step {step}")
+                w = model.w.detach().clone()
+                self._checkpoint(lambda Z, w=w: self._scores(Z, w), iteration=step, residual=residual)
+                if residual <= tol:
+                    self._stop = "tol"
+                    break
+                if max_time is not None and seconds >= float(max_time):
+                    self._stop = "max_time"
+                    break
+            self._steps = step
+            self._w = model.w.detach().clone()
+
+    def _kernel_params(self) -> dict[str, Any]:
+        return {"type": "rbf", "sigma": self.sigma}
+
+    def _scores(self, X: np.ndarray, w: Any) -> np.ndarray:
+        """``K(X, X_train) w`` with upstream's lazy kernel (``_get_kernels_start``, as its own test metrics)."""
+        import torch
+        from fast_krr.kernels.kernel_inits import _get_kernels_start
+
+        dtype = self._x_train.dtype
+        xq = torch.from_numpy(np.require(X, np.float64 if dtype == torch.float64 else np.float32, ["C", "W"]))
+        with torch_threads(self.n_threads), torch.inference_mode():
+            _, _, k_test = _get_kernels_start(self._x_train, xq.to(self._x_train.device), self._kernel_params(),
+                                              Ktr_needed=False)
+            out = (k_test @ w.reshape(-1, 1)).reshape(-1)
+        return out.cpu().numpy().astype(np.float64)
+
+    def _decision(self, X: np.ndarray) -> np.ndarray:
+        return self._scores(X, self._w)
+
+    def _describe(self) -> dict[str, Any]:
+        return {
+            "conversions": {
+                "lambd": askotch_lambd(self.lam),
+                "sigma": self.sigma,
+                "kernel_params": self._kernel_params(),
+                "block_sz": None if self.plan_ is None else self.plan_["block_size"],
+                "precond_params": None if self.plan_ is None else
+                {"type": "nystrom", "r": self.plan_["rank"], "rho": "damped"},
+                "formulas": {"lambd": "lam (FullKRR solves (K + lambd I) w = y: the minimiser of "
+                                      "(lam/2)||f||^2 + (1/2) sum (f_i - y_i)^2)",
+                             "sigma": "kernel_params sigma: exp(-||x-z||^2 / (2 sigma^2)), unchanged"},
+            },
+        }
+
+    def _convergence(self) -> dict[str, Any]:
+        final = self._history[-1]["rel_residual"] if self._history else None
+        tol = float(self.options["tol"])
+        converged = final is not None and final <= tol
+        why = {"tol": f"relative residual {final:.3g} <= tol {tol:g}" if final is not None else "",
+               "max_epochs": f"ran max_epochs = {self.options['max_epochs']:g} passes",
+               "max_time": "stopped at the time limit (max_time or the plan's time_limit_s)"}[self._stop]
+        if self._stop != "tol" and final is not None:
+            why += f"; relative residual {final:.3g} {'<=' if converged else '>'} tol {tol:g}"
+        return {"converged": converged, "reason": why, "final": final, "n_iter": self._steps,
+                "history": list(self._history)}

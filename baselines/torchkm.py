@@ -1,0 +1,298 @@
+"""``torchkm``: TorchKM (PyPI ``torchkm``), kernel SVM (hinge) and kernel logistic regression in PyTorch.
+
+TorchKM (Y. Zhang, 2026; github.com/YikaiZhang95/torchkm) fits a path of
+regularisation values with an accelerated, spectrally preconditioned
+first-order method on the exact n x n kernel (``torchkm.cvksvm.cvksvm``,
+``torchkm.cvklogit.cvklogit``) or on a Nystrom feature map
+(``cvknyssvm``, ``cvknyslogit``), and always cross-validates the path. Its
+scikit-learn wrappers (``TorchKMSVC``, ``TorchKMLogit``) hide the solver's
+tolerances; the adapter calls the solver classes the wrappers call, with a
+path of one value (the trial's lam) and two folds (the least the solvers
+accept; their warm-started fold refits cost a few per cent of the fit).
+
+Problems (binary only: TorchKM has no multiclass, and no regression loss in
+the SVM/logit family, so HEPC and other regression cells are ``n/a``):
+
+- ``loss="hinge"``: ``ulam a^T K a + (1/n) sum_i hinge(y_i, b + (K a)_i)``
+  with an unpenalised intercept ``b`` (``cvksvm.objfun``). The solver
+  minimises a smoothed hinge whose smoothing width ``delta`` shrinks by 1/8
+  up to ``delta_len`` times (``delta_len = 8``: ``delta`` ends at 4.8e-7),
+  so it approaches the hinge solution but does not reach it exactly:
+  measured against LIBSVM on 2,000 HIGGS rows, 6e-4 relative in the
+  decision function (``KKTeps = 1e-6``), 2e-2 at TorchKM's default ``1e-3``.
+- ``loss="logistic"``: ``ulam a^T K a + (1/n) sum_i log(1 + exp(-y_i f_i))``
+  (the gradient in ``cvklogit.fit``), with an intercept. Upstream fault:
+  the golden-section search that re-fits the intercept after the solve
+  evaluates ``log(1 + exp(-(1 - y f)))`` (``cvklogit.objfun``), not the
+  logistic loss, and keeps its intercept whenever that other function is
+  lower; the intercept (and so the decision function) can then miss the
+  KLR optimum.
+
+Conversions (``baselines.conventions``): ``ulam = lam / (2 n)``
+(:func:`torchkm_ulam`; TorchKM's estimators write ``ulam = 1 / (2 n C)``,
+so ``C = 1/lam``, LIBSVM's C) and ``rbf_sigma = 1 / (4 sigma^2)``
+(:func:`torchkm_rbf_sigma`: TorchKM's RBF is ``exp(-2 rbf_sigma ||x -
+z||^2)``).
+
+Plan (:func:`torchkm_plan`): the exact solver holds, in float64 whatever the
+trial's dtype, the kernel, its eigenvectors, ``diag(1/eig) U^T`` and LAPACK's
+``eigh`` workspace: about ``5 n^2`` doubles. ``mode="auto"`` takes it when
+that fits the budget and, on the CPU, its eigendecomposition (``9 n^3``
+flops at the measured GEMM pace) fits the shared time rule
+(``FIT_TIME_SHARE`` of the trial's seconds), else the Nystrom solver with ``num_landmarks``
+landmarks and rank ``nys_k`` (halved together until they fit). Upstream
+fault of the Nystrom solvers: they ignore the bandwidth and estimate their
+own (``sigest`` on the landmarks; the wrapper refuses ``rbf_sigma`` with
+``low_rank=True``), so a Nystrom trial solves TorchKM's problem at its own
+bandwidth, recorded in ``describe()["conversions"]["nystrom_rbf_sigma"]``,
+not the benchmark's; they also call ``torch.manual_seed(0)`` (the adapter
+restores the generator's state afterwards).
+
+Convergence: TorchKM reports per value of the path whether its KKT test
+passed (``converged``) and its passes (``npass``); there is no callback, so
+the anytime curve has one point, at the end of the fit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .base import Adapter, Budget, capture_output, torch_threads
+from .conventions import torchkm_rbf_sigma, torchkm_ulam
+
+__all__ = ["TorchKMAdapter", "torchkm_exact_bytes", "torchkm_nystrom_bytes", "torchkm_plan"]
+
+#: TorchKM computes in float64 whatever the input dtype.
+F64 = 8
+#: Rows of the test kernel formed at once when predicting with the exact model (bytes of one block).
+PREDICT_BLOCK_BYTES = 64 << 20
+#: Smallest Nystrom size the plan goes down to.
+MIN_LANDMARKS = 64
+
+
+def torchkm_exact_bytes(n: int, d: int) -> int:
+    """Peak bytes of the exact solver: ``8 (5 n^2 + 20 n + n d)``.
+
+    ``K``, ``U`` (``eigh``), ``diag(1/eig) U^T`` and LAPACK ``syevd``'s
+    workspace (about ``2 n^2``) at the eigendecomposition; a few n-vectors and
+    the two-fold CV columns; the rows in float64.
+    """
+    return F64 * (5 * n * n + 20 * n + n * d)
+
+
+def torchkm_nystrom_bytes(n: int, d: int, landmarks: int, k: int) -> int:
+    """Peak bytes of the Nystrom solver: features ``n k`` (float64) and ``n L`` (float32), ``k x k`` systems."""
+    return F64 * (n * k + 4 * (k + 1) ** 2 + 20 * n + n * d) + 4 * (n * landmarks + n * d + 3 * landmarks ** 2)
+
+
+def torchkm_plan(budget_bytes: int, n: int, d: int, mode: str, landmarks: int, k: int) -> dict[str, Any]:
+    """TorchKM's solver (exact or Nystrom) and its sizes for a budget of ``budget_bytes``.
+
+    Parameters
+    ----------
+    budget_bytes : int
+        Memory of the device the fit runs on.
+    n, d : int
+        Training rows and features.
+    mode : {"auto", "exact", "nystrom"}
+        ``auto``: exact when :func:`torchkm_exact_bytes` fits, else Nystrom.
+    landmarks, k : int
+        Largest Nystrom landmarks and rank (``k <= landmarks <= n``); halved
+        together down to ``MIN_LANDMARKS`` until :func:`torchkm_nystrom_bytes` fits.
+
+    Returns
+    -------
+    dict
+        ``mode``, ``num_landmarks`` and ``nys_k`` (None when exact),
+        ``est_bytes`` and ``plan_reason``.
+    """
+    exact = torchkm_exact_bytes(n, d)
+    if mode == "exact" or (mode == "auto" and exact <= budget_bytes):
+        why = "mode exact" if mode == "exact" else f"the exact solver's 5 n^2 doubles ({exact / 2**20:.0f} MiB) fit"
+        return {"mode": "exact", "num_landmarks": None, "nys_k": None, "est_bytes": int(exact), "plan_reason": why}
+    L = max(1, min(int(landmarks), n))
+    kk = max(1, min(int(k), L))
+    while torchkm_nystrom_bytes(n, d, L, kk) > budget_bytes and L > MIN_LANDMARKS:
+        L, kk = max(MIN_LANDMARKS, L // 2), max(1, min(L // 2, kk // 2))
+    why = ("mode nystrom" if mode == "nystrom" else
+           f"the exact solver's 5 n^2 doubles ({exact / 2**20:.0f} MiB) do not fit: Nystrom") + (
+        f", {L} landmarks, rank {kk} (TorchKM picks its own bandwidth there)")
+    return {"mode": "nystrom", "num_landmarks": int(L), "nys_k": int(kk),
+            "est_bytes": int(torchkm_nystrom_bytes(n, d, L, kk)), "plan_reason": why}
+
+
+class TorchKMAdapter(Adapter):
+    """TorchKM kernel SVM (hinge) or kernel logistic regression, binary, exact kernel or Nystrom.
+
+    Options
+    -------
+    mode : {"auto", "exact", "nystrom"}, default "auto"
+        Solver: exact n x n kernel when it fits the budget, else Nystrom (see :func:`torchkm_plan`).
+    num_landmarks : int, default 2000
+        Nystrom landmarks (TorchKM's default), at most n.
+    nys_k : int, default 1000
+        Nystrom rank (TorchKM's default), at most ``num_landmarks``.
+    eps : float, default 1e-8
+        TorchKM's step tolerance (``eps``; its wrappers' ``tol``, default 1e-5).
+    kkt_tol : float, default 1e-3
+        TorchKM's ``KKTeps`` (its default): the squared KKT norm that ends each smoothing level. The
+        equality test against LIBSVM uses 1e-6 (the hinge solver then reports ``converged`` False:
+        its smoothing levels run out before the test passes, yet the function is closer).
+    max_iter : int, default 100000
+        TorchKM's ``maxit``: passes over the path (one kernel product each).
+    delta_len : int, default 8
+        Smoothing levels of the hinge (``delta`` shrinks by 1/8 per level; exact SVM only).
+    solver_gamma : float, default 1e-8
+        TorchKM's ``gamma``: ridge added to the kernel's eigenvalues in its preconditioner (wrappers' default).
+    check_divergence : bool, default True
+        Compare with the trivial predictor after the fit.
+    """
+
+    name = "torchkm"
+    module = "torchkm"
+    distribution = "torchkm"
+    preload_modules = ("torchkm.cvksvm", "torchkm.cvklogit")
+    losses = {"binary": ("hinge", "logistic")}
+    devices = ("cpu", "cuda")
+    option_defaults = {
+        "mode": "auto",
+        "num_landmarks": 2000,
+        "nys_k": 1000,
+        "eps": 1e-8,
+        "kkt_tol": 1e-3,
+        "max_iter": 100_000,
+        "delta_len": 8,
+        "solver_gamma": 1e-8,
+        "check_divergence": True,
+    }
+    positive_int_options = ("num_landmarks", "nys_k", "max_iter", "delta_len")
+    signal = "TorchKM's KKT test at the end of the path (converged) and its passes (npass)"
+    check_divergence = True
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        if self.options["mode"] not in ("auto", "exact", "nystrom"):
+            raise ValueError(f"torchkm: option mode must be 'auto', 'exact' or 'nystrom', got {self.options['mode']!r}")
+
+    def _plan(self, budget: Budget, n: int, d: int) -> dict[str, Any]:
+        limit = budget.gpu_bytes if self.on_gpu else budget.host_bytes
+        mode = self.options["mode"]
+        L, k = int(self.options["num_landmarks"]), int(self.options["nys_k"])
+        plan = torchkm_plan(limit, n, d, mode, L, k)
+        time_limit = self._time_limit(budget)  # the shared rule: FIT_TIME_SHARE of the trial's seconds (CPU)
+        if mode == "auto" and plan["mode"] == "exact" and time_limit is not None:
+            # the exact solver's eigendecomposition alone is about 9 n^3 flops (LAPACK syevd), float64
+            from .pace import gemm_flop_seconds
+
+            eig_s = 9.0 * n ** 3 * gemm_flop_seconds("float64", self.n_threads)
+            if eig_s > time_limit[0]:
+                plan = torchkm_plan(limit, n, d, "nystrom", L, k)
+                plan["plan_reason"] = (f"the exact solver's eigendecomposition (9 n^3 flops at the measured GEMM pace: "
+                                       f"{eig_s:.3g} s) exceeds {time_limit[1]}, {time_limit[0]:.0f} s: Nystrom, "
+                                       f"{plan['num_landmarks']} landmarks, rank {plan['nys_k']} (TorchKM picks its "
+                                       "own bandwidth there)")
+        return plan
+
+    def _work(self, n: int, d: int, plan: dict[str, Any]) -> tuple[float, str] | None:
+        if self.on_gpu:
+            return None
+        if plan["mode"] == "exact":  # the kernel, and the eigendecomposition (about 9 n^3 flops for syevd)
+            return 2.0 * n * n * d + 9.0 * n ** 3, (f"the exact kernel 2 n^2 d and its eigendecomposition 9 n^3 "
+                                                     f"(n = {n}, d = {d}; then the passes, n^2 each)")
+        L, k = plan["num_landmarks"], plan["nys_k"]
+        return 2.0 * n * L * d + 2.0 * n * L * k + 2.0 * n * k * k, (
+            f"Nystrom features 2 n L (d + k) and the Gram matrix 2 n k^2 (n = {n}, L = {L}, k = {k})")
+
+    def _fit(self, X: np.ndarray, target: np.ndarray) -> None:
+        import torch
+
+        n = X.shape[0]
+        dev = "cuda" if self.on_gpu else "cpu"
+        ulam = torch.tensor([torchkm_ulam(self.lam, n)], dtype=torch.float64)
+        y = torch.from_numpy(target.astype(np.float64))
+        foldid = torch.from_numpy(np.random.default_rng(self.seed).permutation(n) % 2 + 1)
+        o = self.options
+        common = dict(y=y, nlam=1, ulam=ulam, foldid=foldid, nfolds=2, eps=float(o["eps"]), maxit=int(o["max_iter"]),
+                      gamma=float(o["solver_gamma"]), KKTeps=float(o["kkt_tol"]), device=dev)
+        self._Xtr = torch.from_numpy(np.ascontiguousarray(X, dtype=np.float64))
+        forked = [torch.device(self.device).index or 0] if self.on_gpu else []
+        with torch_threads(self.n_threads), capture_output() as lines, torch.random.fork_rng(devices=forked):
+            self._upstream_log = lines
+            torch.manual_seed(self.seed)
+            if self.plan_["mode"] == "exact":
+                from torchkm.functions import rbf_kernel
+
+                K = rbf_kernel(self._Xtr.to(dev), torchkm_rbf_sigma(self.sigma))
+                if self.loss == "hinge":
+                    from torchkm.cvksvm import cvksvm
+
+                    backend = cvksvm(Kmat=K, is_exact=0, delta_len=int(o["delta_len"]), **common)
+                else:
+                    from torchkm.cvklogit import cvklogit
+
+                    backend = cvklogit(Kmat=K, **common)
+                del K
+            else:
+                L, k = min(self.plan_["num_landmarks"], n), min(self.plan_["nys_k"], self.plan_["num_landmarks"], n)
+                Xd = self._Xtr.to(dev)
+                if self.loss == "hinge":
+                    from torchkm.cvknyssvm import cvknyssvm as cls
+                else:
+                    from torchkm.cvknyslogit import cvknyslogit as cls
+                backend = cls(Xmat=Xd, X_test=Xd[:1], num_landmarks=L, k=k, **common)
+            backend.fit()
+        alp = backend.alpmat[:, 0].detach().cpu().to(torch.float64)
+        self._intercept, self._alpha = float(alp[0]), alp[1:].clone()
+        conv = getattr(backend, "converged", None)
+        self._converged = None if conv is None else bool(conv[0])
+        self._npass = int(backend.npass[0])
+        self._jerr = int(getattr(backend, "jerr", 0))
+        self._nystrom = None
+        if self.plan_["mode"] != "exact":
+            self._nystrom = backend
+            backend.Xmat = backend.X_test = backend.pred = None  # keep only the feature map (landmarks, M)
+        self._history.append({"iteration": self._npass, "converged": self._converged})
+        self._checkpoint(self._decision, iteration=self._npass)
+
+    def _decision(self, X: np.ndarray) -> np.ndarray:
+        import torch
+
+        Xq = torch.from_numpy(np.require(X, np.float64, ["C", "W"]))
+        with torch_threads(self.n_threads), torch.inference_mode():
+            if self._nystrom is not None:
+                return (self._nystrom.transform(Xq).cpu() @ self._alpha + self._intercept).numpy()
+            from torchkm.functions import kernelMult
+
+            s = torchkm_rbf_sigma(self.sigma)
+            rows = max(1, PREDICT_BLOCK_BYTES // (F64 * self._Xtr.shape[0]))
+            out = [kernelMult(Xq[i:i + rows], self._Xtr, s) @ self._alpha for i in range(0, Xq.shape[0], rows)]
+            return (torch.cat(out) + self._intercept).numpy()
+
+    def _describe(self) -> dict[str, Any]:
+        n = self.n_train_
+        nys = getattr(self, "_nystrom", None)
+        return {
+            "conversions": {
+                "ulam": None if n is None else torchkm_ulam(self.lam, n),
+                "C": 1.0 / self.lam,
+                "rbf_sigma": torchkm_rbf_sigma(self.sigma),
+                "nystrom_rbf_sigma": None if nys is None else float(nys.sig_w_),
+                "intercept": "unpenalised (TorchKM always fits one)",
+                "formulas": {"ulam": "lam / (2 n): ulam a^T K a + (1/n) sum loss_i is the benchmark's objective / n "
+                                     "(C = 1/lam, LIBSVM's)",
+                             "rbf_sigma": "1 / (4 sigma^2): TorchKM's RBF is exp(-2 rbf_sigma ||x-z||^2)",
+                             "nystrom_rbf_sigma": "Nystrom mode only: TorchKM's own sigest bandwidth (upstream "
+                                                  "ignores the given one)"},
+            },
+        }
+
+    def _convergence(self) -> dict[str, Any]:
+        why = (f"TorchKM's KKT test {'passed' if self._converged else 'not passed'} after {self._npass} passes "
+               f"(KKTeps = {self.options['kkt_tol']:g})") if self._converged is not None else \
+            f"TorchKM's Nystrom solver reports no convergence flag ({self._npass} passes)"
+        if self._jerr:
+            why += f"; TorchKM jerr = {self._jerr} (maxit = {self.options['max_iter']} passes reached)"
+        return {"converged": self._converged, "reason": why, "final": None, "n_iter": self._npass,
+                "history": list(self._history)}
