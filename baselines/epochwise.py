@@ -28,7 +28,10 @@ import numpy as np
 
 from .base import MIN_TIMED_SIZE, Adapter, Budget, relative_plateau
 
-__all__ = ["EpochAdapter", "GPU_WORK_SHARE", "largest_fitting", "torch_default_dtype"]
+__all__ = ["EpochAdapter", "FIXED_EPOCHS", "GPU_WORK_SHARE", "largest_fitting", "torch_default_dtype"]
+
+#: ``convergence()["stopped"]`` of a fit that ran all its planned epochs (the solvers' design, not a failure).
+FIXED_EPOCHS = "fixed_epochs"
 
 #: Share of the GPU budget an EigenPro device estimate may take (the allocator is capped at the budget;
 #: the rest absorbs its rounding and upstream temporaries, as Falkon's ``max_gpu_mem`` does).
@@ -199,15 +202,30 @@ class EpochAdapter(Adapter):
         return err
 
     def _convergence(self) -> dict[str, Any]:
+        """The per-epoch curve, a plateau flag, and ``stopped = "fixed_epochs"``.
+
+        EigenPro runs the configured number of epochs by design (early
+        stopping is its only regulariser; it has no stopping rule), so the
+        report says so with the key ``stopped`` (value ``FIXED_EPOCHS``)
+        whenever every planned epoch ran: a table shows such a fit as
+        "ok (fixed epochs)", not as "not converged". ``converged`` stays the
+        plateau test of the last two epochs (True, False, or None with one
+        epoch), for the curve's shape.
+        """
         errors = [h[self._metric] for h in self._history]
         rtol = self.options["plateau_rtol"]
         converged = relative_plateau(errors, rtol)
+        planned = int((self.plan_ or {}).get("epochs") or self.options["epochs"])
         if converged is None:
-            reason = "fewer than two epochs"
+            curve = "fewer than two epochs, no plateau test"
         else:
             change = abs(errors[-1] - errors[-2]) / max(abs(errors[-2]), 1e-12)
-            reason = (f"early-stopped after {len(errors)} epochs (no regulariser, no stopping rule); training "
-                      f"{self._metric} {'plateaued' if converged else 'still moving'}: relative change "
-                      f"{change:.2e} in the last epoch (rtol {rtol})")
-        return {"converged": converged, "reason": reason, "history": list(self._history),
+            curve = (f"training {self._metric} {'plateaued' if converged else 'still moving'}: relative change "
+                     f"{change:.2e} in the last epoch (rtol {rtol})")
+        reason = (f"early-stopped after {len(errors)} epochs (fixed epochs by design: no regulariser, no stopping "
+                  f"rule); {curve}")
+        info = {"converged": converged, "reason": reason, "history": list(self._history),
                 "final": errors[-1] if errors else None, "epochs": len(errors)}
+        if errors and len(errors) >= planned:
+            info["stopped"] = FIXED_EPOCHS
+        return info

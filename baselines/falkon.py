@@ -36,13 +36,22 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .base import MIB, Adapter, Budget, capture_output, relative_plateau, torch_threads
+from .base import CHECK_ROWS, MIB, Adapter, Budget, capture_output, relative_plateau, torch_threads
 from .conventions import falkon_penalty
 
-__all__ = ["FalkonAdapter", "FalkonFamily", "falkon_error_fn", "falkon_gpu_plan", "largest_m"]
+__all__ = ["FalkonAdapter", "FalkonFamily", "check_subset", "falkon_error_fn", "falkon_gpu_plan", "largest_m",
+           "mean_logistic_loss", "score_rmse"]
 
 #: Smallest kernel-block memory left to Falkon, in bytes.
 MIN_BLOCK_BYTES = 16 * MIB
+#: Default of the option ``max_block_mib``: the most host memory Falkon's CPU kernel blocks get
+#: (``FalkonOptions.max_cpu_mem``). Falkon sizes its ``n x M`` block to fill ``max_cpu_mem`` and allocates it
+#: afresh (``torch.empty`` + ``fill_(0)``, ``falkon/mmv_ops/fmmv.py`` ``mmv_run_thread`` / ``dmmv_run_thread``) on
+#: every kernel-vector product; a block of gigabytes is then page-faulted in on every CG iteration (profiled on
+#: 200,000 HEPC rows, M = 256, float64, the whole budget as blocks: ``fill_`` took 8.5 s of a 27 s fit and
+#: the process 12 s of system time). 16-128 MiB blocks ran alike and 2-3x faster than 0.5-3 GiB ones
+#: (docs/contracts.md, "Falkon").
+MAX_BLOCK_MIB = 64
 #: Share of the GPU budget passed to Falkon as ``max_gpu_mem`` (the rest: allocator rounding,
 #: tensors Falkon allocates outside its own accounting; the allocator is capped at the budget).
 GPU_WORK_SHARE = 0.75
@@ -125,6 +134,44 @@ def falkon_error_fn(task: str) -> tuple[Callable[[Any, Any], float], str]:
     return (lambda t, p: float((p.argmax(dim=1) != t.argmax(dim=1)).double().mean())), "error_rate"
 
 
+def score_rmse(t: Any, p: Any) -> float:
+    """RMSE of the scores ``p`` against the targets ``t`` (torch tensors; -1/+1 targets for classification).
+
+    The square root of the mean squared loss Falkon minimises (plus its
+    penalty): a continuous quantity, unlike an error rate, which moves in
+    steps of ``1 / rows`` and so never passes a relative plateau test of
+    ``1e-3`` on a few thousand rows.
+    """
+    return float(((t - p) ** 2).mean().sqrt())
+
+
+def mean_logistic_loss(t: Any, p: Any) -> float:
+    """Mean logistic loss ``log(1 + exp(-t p))`` of scores ``p`` against -1/+1 targets ``t`` (torch tensors).
+
+    The data term of LogisticFalkon's objective (``falkon.gsc_losses.LogisticLoss``),
+    computed stably as ``softplus(-t p)``.
+    """
+    import torch
+
+    return float(torch.nn.functional.softplus(-(t * p).double()).mean())
+
+
+def check_subset(X: np.ndarray, target: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """At most ``CHECK_ROWS`` training rows (seeded, in order) on which the per-iteration callback scores the model.
+
+    Falkon's callback otherwise predicts on every training row after each
+    CG iteration: a second ``n x M`` kernel pass per iteration, as much as
+    the iteration itself (profiled on 200,000 HEPC rows: 11.6 s of
+    predictions in a 27 s fit). Falkon scores the ``Xts, Yts`` it is given
+    instead (``falkon/models/model_utils.py``, ``_get_callback_fn``).
+    """
+    n = X.shape[0]
+    if n <= CHECK_ROWS:
+        return X, target
+    rows = np.sort(np.random.default_rng(seed).choice(n, CHECK_ROWS, replace=False))
+    return np.ascontiguousarray(X[rows]), target[rows]
+
+
 class FalkonFamily(Adapter):
     """What Falkon and LogisticFalkon share: options, plan, threads, prediction."""
 
@@ -140,12 +187,14 @@ class FalkonFamily(Adapter):
         "large_n_max_M": 4096,
         "keops": None,
         "error_every": 1,
+        "max_block_mib": MAX_BLOCK_MIB,
+        "pc_epsilon_32": None,
         "plateau_rtol": 1e-3,
         "rise_tol": 0.05,
         "check_divergence": True,
         "time_target_s": None,
     }
-    option_kinds = {"M": "int", "keops": "str", "time_target_s": "number"}
+    option_kinds = {"M": "int", "keops": "str", "time_target_s": "number", "pc_epsilon_32": "number"}
 
     def _plan(self, budget: Budget, n: int, d: int) -> dict[str, Any]:
         if self.on_gpu:
@@ -176,11 +225,11 @@ class FalkonFamily(Adapter):
                 M, timed = capped
                 why = timed["time_reason"] + "; memory: " + why
         pc_bytes = dsz * (2 * M * M + M * (d + 4))
-        block = max(MIN_BLOCK_BYTES, budget.host_bytes - data - pc_bytes)
+        block = max(MIN_BLOCK_BYTES, min(budget.host_bytes - data - pc_bytes, int(self.options["max_block_mib"] * MIB)))
         return {"M": M, "pc_bytes": int(pc_bytes), "est_bytes": int(data + pc_bytes + block),
                 "max_cpu_mem": int(block), "plan_reason": why, **timed}
 
-    positive_int_options = ("max_M", "large_n", "large_n_max_M")
+    positive_int_options = ("max_M", "large_n", "large_n_max_M", "max_block_mib")
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -221,6 +270,8 @@ class FalkonFamily(Adapter):
             keops_active=keops,
             max_cpu_mem=float(self.plan_["max_cpu_mem"]),
         )
+        if self.options["pc_epsilon_32"] is not None:
+            kwargs["pc_epsilon_32"] = float(self.options["pc_epsilon_32"])
         if self.on_gpu:  # otherwise small problems silently run on the CPU
             kwargs.update(max_gpu_mem=float(self.plan_["max_gpu_mem"]), min_cuda_pc_size_32=0,
                           min_cuda_pc_size_64=0, min_cuda_iter_size_32=0, min_cuda_iter_size_64=0)
@@ -268,8 +319,9 @@ class FalkonFamily(Adapter):
             return None, "fewer than two error evaluations (error_every)"
         change = abs(errors[-1] - errors[-2]) / max(abs(errors[-2]), 1e-12)
         word = "plateaued" if converged else "still moving"
-        return converged, (f"training {key} {word}: relative change {change:.2e} in the last step "
-                           f"(rtol {self.options['plateau_rtol']}; a plateau test, Falkon has no certificate)")
+        return converged, (f"training {key} (<= {CHECK_ROWS} training rows) {word}: relative change {change:.2e} "
+                           f"in the last step (rtol {self.options['plateau_rtol']}; a plateau test, Falkon has no "
+                           f"certificate)")
 
 
     def _fit_upstream(self, model: Any, holder: dict, metric: str, X: np.ndarray, target: np.ndarray) -> None:
@@ -284,14 +336,22 @@ class FalkonFamily(Adapter):
             Name of the training-error metric of the callback.
         X : ndarray of shape (n_samples, n_features)
         target : ndarray of shape (n_samples,)
+
+        Notes
+        -----
+        The callback scores at most ``CHECK_ROWS`` training rows
+        (:func:`check_subset`, passed to Falkon as its ``Xts, Yts``), never
+        test rows.
         """
         import torch
 
         holder["model"] = model
         self._metric = metric
+        Xc, tc = check_subset(X, target, self.seed)
         with torch_threads(self.n_threads), capture_output() as lines:
             self._upstream_log = lines
-            model.fit(torch.from_numpy(X), torch.from_numpy(self._targets(target)))
+            model.fit(torch.from_numpy(X), torch.from_numpy(self._targets(target)),
+                      torch.from_numpy(Xc), torch.from_numpy(self._targets(tc)))
         self.model_ = model
 
 
@@ -348,7 +408,10 @@ class FalkonAdapter(FalkonFamily):
         def error_fn(t: Any, p: Any) -> tuple[float, str]:
             value = error(t, p)
             times = holder["model"].fit_times_
-            history.append({"iteration": len(times) - 1, "seconds": float(times[-1]), metric: value})
+            point = {"iteration": len(times) - 1, "seconds": float(times[-1]), metric: value}
+            if metric != "rmse":  # classification: also the squared loss's RMSE, the curve the plateau test reads
+                point["rmse"] = score_rmse(t, p)
+            history.append(point)
             return value, metric
 
         every = self.options["error_every"]
@@ -387,6 +450,6 @@ class FalkonAdapter(FalkonFamily):
         if done is not None and done < maxiter:
             return {**info, "converged": True, "n_iter": done + 1,
                     "reason": f"CG residual below Falkon's cg_tolerance at iteration {done + 1} of maxiter={maxiter}"}
-        converged, reason = self._plateau(self._metric)
+        converged, reason = self._plateau("rmse")
         return {**info, "converged": converged, "n_iter": done,
                 "reason": f"ran maxiter={maxiter} CG iterations; " + reason}
