@@ -11,8 +11,10 @@ loss), ``GaussianKernel(sigma)`` uses the benchmark's sigma as is
 Memory (``plan``), CPU: the largest ``M`` whose M x M preconditioner
 (about ``2 * M^2`` elements: the Cholesky factor and its workspace) plus
 the centres fit the budget next to the data, capped by ``n`` and the
-``max_M`` option; what is left goes to Falkon as ``max_cpu_mem``, the
-bound Falkon uses to size its kernel blocks. GPU: :func:`falkon_gpu_plan`
+``max_M`` option; Falkon's ``max_cpu_mem`` (the bound it sizes its
+kernel blocks by) is what is left, at most ``max_block_mib`` (16 MiB:
+larger blocks are page-faulted in afresh on every CG iteration,
+:data:`MAX_BLOCK_MIB`). GPU: :func:`falkon_gpu_plan`
 (the preconditioner takes at most half of the GPU budget, Falkon's
 ``max_gpu_mem`` is three quarters of it; ``docs/contracts.md``, "GPU plans
 of the adapters"). The paper-scale sweep runs Falkon in float32 on the GPU
@@ -21,7 +23,9 @@ M x M kernel in float64 (Falkon's default ``no_single_kernel=True``) and
 the divergence check below.
 
 Convergence: training error after every CG iteration through Falkon's
-``error_fn`` / ``error_every`` callback. Falkon runs a fixed number of CG
+``error_fn`` / ``error_every`` callback, on at most ``CHECK_ROWS``
+training rows (:func:`check_subset`; on all of them the callback was a
+second kernel pass per iteration). Falkon runs a fixed number of CG
 iterations and gives no certificate, so ``converged`` is a plateau test on
 that curve. Divergence: in float32 on CPU Falkon silently diverged on HEPC
 and Skin at median-heuristic bandwidths (``docs/anchors.md``), so the
@@ -47,11 +51,12 @@ MIN_BLOCK_BYTES = 16 * MIB
 #: Default of the option ``max_block_mib``: the most host memory Falkon's CPU kernel blocks get
 #: (``FalkonOptions.max_cpu_mem``). Falkon sizes its ``n x M`` block to fill ``max_cpu_mem`` and allocates it
 #: afresh (``torch.empty`` + ``fill_(0)``, ``falkon/mmv_ops/fmmv.py`` ``mmv_run_thread`` / ``dmmv_run_thread``) on
-#: every kernel-vector product; a block of gigabytes is then page-faulted in on every CG iteration (profiled on
-#: 200,000 HEPC rows, M = 256, float64, the whole budget as blocks: ``fill_`` took 8.5 s of a 27 s fit and
-#: the process 12 s of system time). 16-128 MiB blocks ran alike and 2-3x faster than 0.5-3 GiB ones
-#: (docs/contracts.md, "Falkon").
-MAX_BLOCK_MIB = 64
+#: every kernel-vector product. A block above glibc's largest mmap threshold (32 MiB) is a fresh mapping each
+#: time, page-faulted in on every CG iteration: profiled on 200,000 HEPC rows, M = 256, float64, with the
+#: budget's 3 GiB as blocks ``fill_`` took 8.5 s of a 27 s fit and the process 12 s of system time; on
+#: 100,000 rows the kernel work (addmm, exp, fill) took 8.8 s at 16 MiB against 16.7 s at 64 MiB
+#: (docs/contracts.md, "Falkon"). 8 MiB is below what Falkon's block sizing accepts.
+MAX_BLOCK_MIB = 16
 #: Share of the GPU budget passed to Falkon as ``max_gpu_mem`` (the rest: allocator rounding,
 #: tensors Falkon allocates outside its own accounting; the allocator is capped at the budget).
 GPU_WORK_SHARE = 0.75
@@ -378,7 +383,17 @@ class FalkonAdapter(FalkonFamily):
     maxiter : int, default 20
         CG iterations (Falkon's default).
     keops : {None, "no", "auto", "force"}, default None
-        Falkon's ``keops_active``; None: "no" on CPU, "auto" on GPU.
+        Falkon's ``keops_active``; None: "no" on CPU (KeOps's CPU backend
+        compiled for minutes and then ran a CG iteration 2.6x slower than
+        Falkon's blocked torch kernels: 20,000 HEPC rows, M = 256, float64),
+        "auto" on GPU.
+    max_block_mib : int, default 16
+        On the CPU, the most memory of Falkon's kernel blocks
+        (``max_cpu_mem``), MiB; :data:`MAX_BLOCK_MIB`.
+    pc_epsilon_32 : float or None, default None
+        Falkon's ``pc_epsilon_32`` (jitter of the float32 preconditioner's
+        Cholesky); None: Falkon's default (1e-5; its benchmark runner uses
+        1e-6).
     error_every : int or None, default 1
         Evaluate the training error every this many CG iterations (None:
         never; the divergence check still runs after the fit).

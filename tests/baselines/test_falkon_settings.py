@@ -26,7 +26,8 @@ def test_kernel_blocks_are_capped_whatever_the_budget():
         Budget.from_mib("b", 4096), 200_000, 10)
     assert big["max_cpu_mem"] == MAX_BLOCK_MIB * MIB
     # data 200,000 x (10 + 2) float64 = 18.3 MiB, preconditioner 8 (2 256^2 + 256 x 14) = 1.0 MiB: room 28.6 MiB
-    small = FalkonAdapter(task="regression", loss="squared", sigma=1.0, lam=1.0, M=256).plan(
+    # data 200,000 x (10 + 2) float64 = 18.3 MiB, preconditioner 8 (2 256^2 + 256 x 14) = 1.0 MiB: room 28.7 MiB
+    small = FalkonAdapter(task="regression", loss="squared", sigma=1.0, lam=1.0, M=256, max_block_mib=512).plan(
         Budget.from_mib("b", 48), 200_000, 10)
     assert small["max_cpu_mem"] == 48 * MIB - 8 * 200_000 * 12 - 8 * (2 * 256 ** 2 + 256 * 14)
     wide = FalkonAdapter(task="regression", loss="squared", sigma=1.0, lam=1.0, M=256, max_block_mib=512).plan(
