@@ -111,3 +111,26 @@ def test_eigenpro_reports_fixed_epochs(method, data):
                          epochs=2).fit(X, y).convergence()
     assert report["stopped"] == FIXED_EPOCHS == "fixed_epochs"
     assert report["epochs"] == 2 and "fixed epochs by design" in report["reason"]
+
+
+def test_eigenpro_short_fit_names_its_cause_not_a_divergence():
+    """HEPC, EigenPro3, one epoch on 50 centres: no better than the mean, but the curve fell; the reason says so."""
+    require("eigenpro3")
+    from joker.data import load_dataset
+
+    from baselines.base import DivergedError
+
+    ds = load_dataset("hepc", n_train=2_000, n_test=1, subset="head", seed=0, dtype="float32",
+                      download=False, progress=False)
+    adapter = get_adapter("eigenpro3", task="regression", loss="squared", sigma=3.9086, lam=1.0, dtype="float32",
+                          n_centers=50, epochs=1)
+    with pytest.raises(DivergedError) as caught:
+        adapter.fit(ds.X_train, ds.y_train)
+    message = str(caught.value)
+    assert "no better than predicting the mean" in message and "Not a divergence of the iterations" in message
+    # the start (f = 0) is the RMSE of predicting zero, sqrt(mean(y^2)), on the same (all 2,000) rows
+    y = ds.y_train.astype(np.float64)
+    assert f"{np.sqrt(np.mean(y ** 2)):.4g} at f = 0" in message
+    assert f"the targets' mean {np.mean(y):.4g}" in message
+    report = adapter.convergence()
+    assert report["diverged"] is True and report["reason"] == message.split(": ", 1)[1]
