@@ -39,7 +39,7 @@ endif
 # The dataset cache (parsed arrays, hashes, downloads) of joker.data.
 JOKER_DATA_HOME ?= $(HOME)/.cache/joker-bench
 
-.PHONY: help install install-baselines install-falkon install-eigenpro3 install-eigenpro4 gpu-check test smoke reproduce-table4 report ui bench-solver bench-data cluster-up cluster-down clean clean-data distclean
+.PHONY: help docs install install-baselines install-falkon install-eigenpro3 install-eigenpro4 gpu-check test smoke reproduce-table4 report ui bench-solver bench-data cluster-up cluster-down clean clean-data distclean
 
 # Baselines that are not on PyPI (Falkon with LogFalkon, EigenPro 3, EigenPro 4):
 # `make install` installs them from a local mirror of their upstream releases
@@ -67,6 +67,7 @@ help:
 	@echo "make install-falkon     build Falkon (LogFalkon) from source into $(VENV) (FALKON_SRC=$(FALKON_SRC), MAX_JOBS=$(MAX_JOBS))"
 	@echo "make gpu-check          torch-based methods at paper scale on one GPU, gpu-2g and gpu-10g (exits 0 without a GPU)"
 	@echo "make test               the test suite (includes a smoke sweep on real data)"
+	@echo "make docs               the documentation site into results/site (mkdocs build --strict)"
 	@echo "make smoke              every method on small real subsets (< 5 min on 2 cores)"
 	@echo "make reproduce-table4   the paper's Table 4 on local data, then the report"
 	@echo "make report             tables and figures of the latest experiment in results/report/<experiment>/ (REPORT_ARGS=...)"
@@ -111,6 +112,11 @@ test: install
 	@rc=0; $(PY) -m pytest $(PYTEST_ARGS) || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; exit 1; fi; \
 	exit $$rc
+
+# The documentation site (mkdocs.yml, docs/) into results/site; --strict: a
+# broken link, a missing page or an undocumented public object fails it.
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict -d $(RESULTS)/site
 
 smoke: install
 	$(PY) -m joker.bench --config-name smoke $(ARGS)

@@ -216,12 +216,6 @@ class EigenPro3Adapter(EpochAdapter):
         The largest batch (EigenPro3's spectral batch is uncapped; on a GPU
         also what is copied to the device at a time); a smaller batch keeps
         EigenPro3's step per sample ``lr / batch_size``.
-    time_target_s : float or None, default None
-        On the CPU, the centres (then the epochs) are also capped so that the
-        predicted fit (``plan["predicted_fit_s"]``, ``_epoch_seconds`` at the
-        measured pace) takes at most this many seconds, and at most
-        ``FIT_TIME_SHARE`` of the trial's time left when the harness gives
-        one (``Budget.time_s``); ``plan["time_reason"]`` says how.
     plateau_rtol : float, default 1e-3
     check_divergence : bool, default True
 
@@ -257,10 +251,10 @@ class EigenPro3Adapter(EpochAdapter):
     losses = {"regression": ("squared",), "binary": ("squared",), "multiclass": ("squared",)}
     devices = ("cpu", "cuda")
     option_defaults = {"n_centers": None, "max_centers": 20_000, "epochs": 10, "n_nystrom": 5000,
-                       "preconditioner_level": 500, "max_batch": 8192, "time_target_s": None, "plateau_rtol": 1e-3,
+                       "preconditioner_level": 500, "max_batch": 8192, "plateau_rtol": 1e-3,
                        "check_divergence": True}
     positive_int_options = ("max_centers", "epochs", "n_nystrom", "preconditioner_level", "max_batch")
-    option_kinds = {"n_centers": "int", "time_target_s": "number"}
+    option_kinds = {"n_centers": "int"}
     signal = "training error per epoch"
     uses_lam = False  # no regulariser: early stopping by epochs
     check_divergence = True

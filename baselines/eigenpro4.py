@@ -348,12 +348,6 @@ class EigenPro4Adapter(EpochAdapter):
         Largest critical batch ``beta / lambda_q`` of a preconditioner, as
         a fraction of its Nystroem size (module notes: beyond it the fits
         diverged).
-    time_target_s : float or None, default None
-        On the CPU, the centres (then the epochs) are also capped so that the
-        predicted fit (``plan["predicted_fit_s"]``, ``_epoch_seconds`` at the
-        measured pace) takes at most this many seconds, and at most
-        ``FIT_TIME_SHARE`` of the trial's time left when the harness gives
-        one (``Budget.time_s``); ``plan["time_reason"]`` says how.
     plateau_rtol : float, default 1e-3
     check_divergence : bool, default True
     """
@@ -364,10 +358,10 @@ class EigenPro4Adapter(EpochAdapter):
     losses = {"regression": ("squared",), "binary": ("squared",), "multiclass": ("squared",)}
     devices = ("cpu", "cuda")
     option_defaults = {"n_centers": None, "max_centers": 20_000, "epochs": 10, "n_nystrom_data": 3000,
-                       "data_level": 150, "n_nystrom_model": 3000, "model_level": 150, "max_critical_ratio": 0.5, "time_target_s": None, "plateau_rtol": 1e-3,
+                       "data_level": 150, "n_nystrom_model": 3000, "model_level": 150, "max_critical_ratio": 0.5, "plateau_rtol": 1e-3,
                        "check_divergence": True}
     positive_int_options = ("max_centers", "epochs", "n_nystrom_data", "data_level", "n_nystrom_model", "model_level")
-    option_kinds = {"n_centers": "int", "time_target_s": "number"}
+    option_kinds = {"n_centers": "int"}
     signal = "training error per epoch"
     uses_lam = False  # no regulariser: early stopping by epochs
     check_divergence = True

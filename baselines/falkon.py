@@ -36,6 +36,7 @@ predictor (:class:`baselines.base.DivergedError`).
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any, Callable
 
 import numpy as np
@@ -125,6 +126,46 @@ def falkon_gpu_plan(budget: Budget, n: int, d: int, dtype_bytes: int, M: int | N
             "est_bytes": int(max(max_gpu, pc_bytes + work))}
 
 
+def iterate_decision(task: str, model: Any, frame: Any) -> Callable[[np.ndarray], np.ndarray] | None:
+    """The decision function of the iterate Falkon's error callback is evaluating (anytime checkpoints).
+
+    Falkon (and LogisticFalkon) call ``error_fn`` from their CG callback,
+    whose frame holds the iterate's coefficients (``alpha``, LogisticFalkon:
+    ``coeff``) and the Nystroem centres (``ny_points``, ``ny_X``) before the
+    model's ``alpha_`` is set (falkon 0.8, ``models/model_utils.py``
+    ``val_cback``; ``models/logistic_falkon.py``).
+
+    Parameters
+    ----------
+    task : str
+        ``multiclass`` keeps every column; otherwise the first.
+    model : falkon.Falkon or falkon.LogisticFalkon
+        The model being fitted.
+    frame : frame
+        The callback's frame (``sys._getframe(1)`` inside ``error_fn``).
+
+    Returns
+    -------
+    callable or None
+        ``decision(X) -> ndarray`` (X float array (n, d) in the fit's dtype),
+        or ``None`` when the frame does not hold the iterate (another falkon version).
+    """
+    names = frame.f_locals if frame is not None else {}
+    coeff = names.get("alpha", names.get("coeff"))
+    centres = names.get("ny_points", names.get("ny_X"))
+    if coeff is None or centres is None:
+        return None
+
+    def decision(X: np.ndarray) -> np.ndarray:
+        import torch
+
+        with torch.inference_mode():
+            out = model._predict(torch.from_numpy(X), centres, coeff).cpu().numpy()
+        return out if task == "multiclass" else out[:, 0]
+
+    return decision
+
+
 def falkon_error_fn(task: str) -> tuple[Callable[[Any, Any], float], str]:
     """Training-error function on torch tensors, and its name.
 
@@ -197,9 +238,8 @@ class FalkonFamily(Adapter):
         "plateau_rtol": 1e-3,
         "rise_tol": 0.05,
         "check_divergence": True,
-        "time_target_s": None,
     }
-    option_kinds = {"M": "int", "keops": "str", "time_target_s": "number", "pc_epsilon_32": "number"}
+    option_kinds = {"M": "int", "keops": "str", "pc_epsilon_32": "number"}
 
     def _plan(self, budget: Budget, n: int, d: int) -> dict[str, Any]:
         if self.on_gpu:
@@ -225,16 +265,39 @@ class FalkonFamily(Adapter):
             M = min(int(M), n)
         else:
             M = max(1, min(cap, largest_m(room, dsz, d)))
+            allowed = M
             capped = self._time_cap(budget, n, d, M, self._kernel_passes(), "M")
             if capped is not None:
                 M, timed = capped
                 why = timed["time_reason"] + "; memory: " + why
+            why += self._sqrt_n_note(n, M, allowed, timed)
         pc_bytes = dsz * (2 * M * M + M * (d + 4))
         block = max(MIN_BLOCK_BYTES, min(budget.host_bytes - data - pc_bytes, int(self.options["max_block_mib"] * MIB)))
         return {"M": M, "pc_bytes": int(pc_bytes), "est_bytes": int(data + pc_bytes + block),
                 "max_cpu_mem": int(block), "plan_reason": why, **timed}
 
     positive_int_options = ("max_M", "large_n", "large_n_max_M", "max_block_mib")
+
+    @staticmethod
+    def _sqrt_n_note(n: int, M: int, allowed: int, timed: dict[str, Any]) -> str:
+        """When the plan's M is below sqrt(n), the advice and which budget forbids it, with the arithmetic.
+
+        Falkon's maintainers advise M >= sqrt(n) (FalkonML/falkon#52; the
+        statistical rate of Rudi et al. 2017, Theorem 3, holds from
+        M ~ sqrt(n) centres). ``""`` when M reaches it.
+        """
+        need = math.isqrt(n - 1) + 1 if n > 1 else 1  # ceil(sqrt(n))
+        if M >= need:
+            return ""
+        note = f"; M = {M} < sqrt(n) = {need} (FalkonML/falkon#52 advises M >= sqrt(n))"
+        if allowed < need:
+            return note + f": memory and the caps allow at most M = {allowed}"
+        if timed:
+            per_m = timed["predicted_fit_s"] / max(M, 1)
+            return note + (f": M = {need} is predicted at {timed['kernel_passes']:g} x n x {need} x "
+                           f"{timed['kernel_entry_ns']:.2f} ns = {per_m * need:.3g} s, over the "
+                           f"{timed['time_limit_s']:.3g} s of the shared budget")
+        return note
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -374,12 +437,11 @@ class FalkonAdapter(FalkonFamily):
         ``large_n_max_M`` (each CG iteration costs about 2 n M (d + 2)
         flops); the plan's ``plan_reason`` says which rule chose M.
     large_n_max_M : int, default 4096
-    time_target_s : float or None, default None
-        On the CPU, M is also capped so that the predicted fit (kernel passes
-        at the measured pace, ``plan["predicted_fit_s"]``) takes at most this
-        many seconds, and at most ``FIT_TIME_SHARE`` of the trial's time
-        left when the harness gives one (``Budget.time_s``); the plan's
-        ``plan_reason`` says which rule chose M.
+        On the CPU, M is also capped so that the predicted fit (kernel
+        passes at the measured pace, ``plan["predicted_fit_s"]``) takes at
+        most ``FIT_TIME_SHARE`` of the trial's time left (``Budget.time_s``,
+        the one budget of the cell); when that forbids M >= sqrt(n)
+        (FalkonML/falkon#52), ``plan_reason`` shows the arithmetic.
     maxiter : int, default 20
         CG iterations (Falkon's default).
     keops : {None, "no", "auto", "force"}, default None
@@ -427,6 +489,10 @@ class FalkonAdapter(FalkonFamily):
             if metric != "rmse":  # classification: also the squared loss's RMSE, the curve the plateau test reads
                 point["rmse"] = score_rmse(t, p)
             history.append(point)
+            if self.checkpoint_hook is not None:  # this CG iterate on the test rows (issue 42)
+                decision = iterate_decision(self.task, holder["model"], sys._getframe(1))
+                if decision is not None:
+                    self._checkpoint(decision, iteration=len(times) - 1, train_error=value)
             return value, metric
 
         every = self.options["error_every"]

@@ -54,6 +54,11 @@ class IPMLowRankAdapter(Adapter):
         (``n_components_requested``).
     max_components : int, default 1024
         The IPM costs O(n k^2) per iteration: 1024 keeps the local table on 2 cores.
+        On the CPU the rank (from the halvings within memory) is also
+        capped so that ``TIME_ITERATIONS`` iterations of ``n k^2`` flops at
+        the measured GEMM rate take at most ``FIT_TIME_SHARE`` of the trial's
+        time left (``Budget.time_s``, the one budget of the cell);
+        ``plan["time_reason"]`` says how.
     factor : {"rff", "nystroem"}, default "rff"
     fit_intercept : bool, default False
     tol : float or "auto", default "auto"
@@ -63,12 +68,6 @@ class IPMLowRankAdapter(Adapter):
     max_iter : int, default 200
     max_time : float or None, default None
         Seconds.
-    time_target_s : float or None, default None
-        On the CPU the rank (from the halvings within memory) is also capped
-        so that ``TIME_ITERATIONS`` iterations of ``n k^2`` flops at the
-        measured GEMM rate take at most this many seconds, and at most
-        ``FIT_TIME_SHARE`` of the trial's time left when the harness gives
-        one (``Budget.time_s``); ``plan["time_reason"]`` says how.
     """
 
     name = "ipm-lowrank"
@@ -79,8 +78,8 @@ class IPMLowRankAdapter(Adapter):
     kernels = ("gaussian", "laplacian")
     devices = ("cpu", "cuda")
     option_defaults = {"n_components": None, "max_components": 1024, "factor": "rff", "fit_intercept": False,
-                       "tol": "auto", "max_iter": 200, "max_time": None, "time_target_s": None}
-    option_kinds = {"n_components": "int", "max_time": "number", "time_target_s": "number"}
+                       "tol": "auto", "max_iter": 200, "max_time": None}
+    option_kinds = {"n_components": "int", "max_time": "number"}
     signal = "relative duality gap of the IPM (with its relative residuals)"
 
     def _plan(self, budget: Budget, n: int, d: int) -> dict[str, Any]:
@@ -105,21 +104,17 @@ class IPMLowRankAdapter(Adapter):
         Cost model: ``TIME_ITERATIONS`` iterations of ``n k^2`` flops (the
         ``U^T D U`` of each Newton system) at the measured rate of
         :func:`baselines.pace.gemm_flop_seconds`; the limit is
-        :meth:`Adapter._time_limit`. Empty without one (GPU, no time).
+        :meth:`Planning._time_limit` (:meth:`Planning._time_pick`). Empty without one (GPU, no time).
         """
-        found = self._time_limit(budget)
-        if found is None or not ks:
+        if self._time_limit(budget) is None or not ks:
             return {}
         from .pace import gemm_flop_seconds
 
         rate = gemm_flop_seconds(self.dtype, self.n_threads)
-        seconds = {k: TIME_ITERATIONS * n * k * k * rate for k in ks}
-        k = next((k for k in ks if seconds[k] <= found[0]), ks[-1])
-        over = "" if seconds[k] <= found[0] else "still over (the smallest rank tried) "
-        return {"k": k, "time_limit_s": found[0], "predicted_fit_s": seconds[k], "gflops_measured": 1e-9 / rate,
-                "time_reason": (f"rank <= {k}: {TIME_ITERATIONS} iterations of n k^2 flops at {1e-9 / rate:.1f} "
-                                f"GFLOP/s (measured) = {seconds[k]:.3g} s, {over or 'within '}{found[1]}; "
-                                f"memory allowed {ks[0]}")}
+        picked = self._time_pick(budget, ks, lambda k: TIME_ITERATIONS * n * k * k * rate, "rank",
+                                 f"{TIME_ITERATIONS} iterations of n k^2 flops at {1e-9 / rate:.1f} GFLOP/s (measured)")
+        k, record = picked
+        return {"k": k, "gflops_measured": 1e-9 / rate, **record}
 
     def _fit(self, X, target) -> None:
         from joker.ipm import LowRankIPMClassifier
@@ -135,8 +130,16 @@ class IPMLowRankAdapter(Adapter):
                                      factor=o["factor"], fit_intercept=bool(o["fit_intercept"]), tol=o["tol"],
                                      max_iter=o["max_iter"], max_time=o["max_time"], device=self.device,
                                      dtype=self.dtype, random_state=self.seed)
-        with torch_threads(self.n_threads):
-            model.fit(X, target)
+        if self.checkpoint_hook is not None:  # each Newton step's iterate, scored by the harness (issue 42)
+            self.model_ = model
+            model.iteration_callback = lambda row: self._checkpoint(
+                self._decision, iteration=row["iteration"], gap=row["gap"],
+                residual=max(row["residual_dual"], row["residual_primal"]))
+        try:
+            with torch_threads(self.n_threads):
+                model.fit(X, target)
+        finally:
+            model.__dict__.pop("iteration_callback", None)  # the fitted model holds no reference to the harness
         self.model_ = model
 
     def _decision(self, X):

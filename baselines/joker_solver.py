@@ -46,6 +46,7 @@ from joker.estimators import CACHE_MIN_FEATURES
 from joker.solver import DEFAULTS
 
 from .base import Adapter, Budget, torch_threads
+from .planning import RATE_CEILING
 
 __all__ = ["JokerAdapter", "JokerExactAdapter", "JokerInexactAdapter", "joker_exact_bytes", "joker_inexact_bytes",
            "joker_cache_plan"]
@@ -53,6 +54,10 @@ __all__ = ["JokerAdapter", "JokerExactAdapter", "JokerInexactAdapter", "joker_ex
 _CLASSIFICATION = tuple(CLASSIFICATION_LOSSES)
 MIN_BLOCK = 16
 MIN_COMPONENTS = 64
+#: Epochs a CPU plan predicts a Joker fit to take (the shared time rule, ``docs/contracts.md``, "One budget
+#: per cell"): full HEPC KRR, RFF, M = 1,536 and 2,048, converged in 6 epochs at tol 1e-3 (2026-12-04); the
+#: exact solver on the local subsets took 3-8. A fit that needs more stops at the trial's limit, like any other.
+PLANNED_EPOCHS = 6
 
 
 def joker_exact_bytes(n: int, d: int, block: int, dtype_bytes: int, outputs: int = 1) -> int:
@@ -175,8 +180,15 @@ class JokerAdapter(Adapter):
 
         cls = JokerRegressor if self.task == "regression" else JokerClassifier
         model = cls(**self._estimator_kwargs(X.shape[0]))
-        with torch_threads(self.n_threads):
-            model.fit(X, target)
+        if self.checkpoint_hook is not None:  # each certificate's iterate, scored by the harness (issue 42)
+            self.model_ = model
+            model.epoch_callback = lambda row: self._checkpoint(self._decision, epoch=row["epoch"], gap=row["gap"],
+                                                                kkt=row["kkt"])
+        try:
+            with torch_threads(self.n_threads):
+                model.fit(X, target)
+        finally:
+            model.__dict__.pop("epoch_callback", None)  # the fitted model holds no reference to the harness
         self.model_ = model
 
     def _decision(self, X: np.ndarray) -> np.ndarray:
@@ -254,8 +266,35 @@ class JokerExactAdapter(JokerAdapter):
             return {"block_size": block, "n_components": None, "est_bytes": est, **joker_cache_plan(0, 0, n, dsz),
                     "plan_reason": f"d = {d} < {CACHE_MIN_FEATURES} features: no kernel-row cache "
                                    "(recomputing a row costs about what reading it back does)"}
-        return {"block_size": block, "n_components": None, "est_bytes": est,
-                **joker_cache_plan(option, limit - est, n, dsz)}
+        cache = joker_cache_plan(option, limit - est, n, dsz)
+        return {"block_size": block, "n_components": None, "est_bytes": est, **cache,
+                **self._exact_time(budget, n, d, cache["cache_rows"])}
+
+    def _exact_time(self, budget: Budget, n: int, d: int, cached_rows: int) -> dict[str, Any]:
+        """The shared time rule's record for exact Joker (no model size to lower: the prediction is recorded).
+
+        ``PLANNED_EPOCHS`` epochs, each forming the kernel rows the cache
+        does not hold (all n^2 entries in the first) at the measured Gaussian
+        pace; a plan whose work cannot fit at all is refused by
+        :meth:`Planning._refuse_impossible_time`. Empty without a time limit.
+        """
+        limit = self._time_limit(budget)
+        if limit is None:
+            return {}
+        entries = float(n) * n * (1 + (PLANNED_EPOCHS - 1) * (1 - cached_rows / n))
+        if 2.0 * entries * d / RATE_CEILING <= 0.1 * limit[0]:  # not worth a probe (as Planning._refuse_impossible_time)
+            return {"time_limit_s": limit[0],
+                    "time_reason": (f"{PLANNED_EPOCHS} epochs of the uncached kernel rows, {entries:.3g} entries: "
+                                    f"under a tenth of {limit[1]} even at 1 TFLOP/s (not probed)")}
+        from .pace import kernel_entry_seconds
+
+        pace = kernel_entry_seconds(int(d), self.dtype, self.n_threads)
+        seconds = entries * pace
+        fits = "within" if seconds <= limit[0] else "over"
+        return {"time_limit_s": limit[0], "kernel_entry_ns": pace * 1e9, "predicted_fit_s": seconds,
+                "time_reason": (f"{PLANNED_EPOCHS} epochs of the uncached kernel rows, {entries:.3g} entries at "
+                                f"{pace * 1e9:.2f} ns each (measured) = {seconds:.3g} s, {fits} {limit[1]} "
+                                "(exact kernel: no model size to lower)")}
 
 
 class JokerInexactAdapter(JokerAdapter):
@@ -351,11 +390,20 @@ class JokerInexactAdapter(JokerAdapter):
             why = "fixed by the options" + ("" if fixed_m and fixed_b else f" (the other: {why})")
         ms = [int(fixed_m)] if fixed_m else _halvings(m_cap, MIN_COMPONENTS)
         bs = [min(int(fixed_b), n)] if fixed_b else _halvings(min(b_cap, n), MIN_BLOCK)
-        for m in ms:
-            for b in bs:
-                if joker_inexact_bytes(n, d, b, m, dsz) <= limit:
-                    return {"block_size": b, "n_components": m, "est_bytes": joker_inexact_bytes(n, d, b, m, dsz),
-                            "plan_reason": why, **extra}
-        m, b = ms[-1], bs[-1]
+        fits = [(m, next((b for b in bs if joker_inexact_bytes(n, d, b, m, dsz) <= limit), None)) for m in ms]
+        fits = [(m, b) for m, b in fits if b is not None] or [(ms[-1], bs[-1])]
+        m, b = fits[0]
+        if not fixed_m:
+            # the shared time rule (docs/contracts.md, "One budget per cell"): PLANNED_EPOCHS epochs of the
+            # n x M features, each priced as a Gaussian kernel entry (a projection on d and a cosine against
+            # a distance and an exponential). Measured on full HEPC (float32, 2 threads, M = 1,536): 49.0 s
+            # for 6 epochs, 2.9 ns per row x component per epoch with everything else included, against the
+            # probe's 3.4-4.9 ns: the model errs on the long side by at most ~1.7x.
+            capped = self._time_cap(budget, n, d, m, PLANNED_EPOCHS, "M")
+            if capped is not None:
+                m, timed = capped
+                b = next((b for b in bs if joker_inexact_bytes(n, d, b, m, dsz) <= limit), bs[-1])
+                why = timed["time_reason"] + "; " + why
+                extra = {**extra, **timed}
         return {"block_size": b, "n_components": m, "est_bytes": joker_inexact_bytes(n, d, b, m, dsz),
                 "plan_reason": why, **extra}

@@ -23,6 +23,7 @@ two steps at the target penalty (:meth:`LogFalkonAdapter._convergence`).
 from __future__ import annotations
 
 import math
+import sys
 
 from typing import Any
 
@@ -30,7 +31,7 @@ import numpy as np
 
 from .base import CHECK_ROWS, Budget, relative_plateau
 from .conventions import logfalkon_penalty
-from .falkon import FalkonFamily, falkon_error_fn, mean_logistic_loss
+from .falkon import FalkonFamily, falkon_error_fn, iterate_decision, mean_logistic_loss
 
 __all__ = ["LogFalkonAdapter", "penalty_path"]
 
@@ -78,7 +79,7 @@ class LogFalkonAdapter(FalkonFamily):
 
     Options
     -------
-    M, max_M, large_n, large_n_max_M, time_target_s, keops, error_every, plateau_rtol, rise_tol, check_divergence
+    M, max_M, large_n, large_n_max_M, keops, error_every, plateau_rtol, rise_tol, check_divergence
         As for :class:`baselines.falkon.FalkonAdapter`.
     path_start : float, default 1e-3
     path_steps : int, default 3
@@ -138,6 +139,10 @@ class LogFalkonAdapter(FalkonFamily):
             history.append({"step": step, "penalty": penalties[min(step, len(penalties) - 1)],
                             "seconds": float(holder["model"].fit_times_[-1]), metric: value,
                             "logistic_loss": mean_logistic_loss(t, p)})
+            if self.checkpoint_hook is not None:  # this Newton step's iterate on the test rows (issue 42)
+                decision = iterate_decision("binary", holder["model"], sys._getframe(1))
+                if decision is not None:
+                    self._checkpoint(decision, step=step, penalty=history[-1]["penalty"], train_error=value)
             return value, metric
 
         every = self.options["error_every"]

@@ -373,7 +373,16 @@ class _JokerBase(BaseEstimator):
         op = self._operator(X, Xt, Y.shape[1], seed, center_weight)
         if alpha0 is not None:
             alpha0 = (as_float64(alpha0, device=Y.device) / scale).to(Y.dtype)
-        res = dbcd_tr(op, loss, Y, lam, options, seed=seed, alpha0=alpha0, sample_weight=sample_weight)
+        hook = getattr(self, "epoch_callback", None)  # not a parameter: set on the instance (anytime curves)
+
+        def each_certificate(row, alpha):
+            # the current iterate as the model, so that decision_function / predict work inside the hook
+            self._store_model(op, alpha, scale)
+            self.n_epochs_ = int(row["epoch"])
+            hook(row)
+
+        res = dbcd_tr(op, loss, Y, lam, options, seed=seed, alpha0=alpha0, sample_weight=sample_weight,
+                      callback=each_certificate if hook is not None else None)
         self._store_model(op, res.alpha, scale)
         self._store_certificate(res, options, scale ** degree, scale ** 2)
         self.fit_time_ = time.perf_counter() - t0
@@ -498,19 +507,21 @@ class _JokerBase(BaseEstimator):
 class JokerRegressor(RegressorMixin, _JokerBase):
     """Kernel regression by Joker: KRR, Huber or SVR, exact or random features.
 
-    Minimises lam/2 ||theta||^2 + sum_i loss(y_i, <theta, phi(x_i)>) (no
+    Minimises ``lam/2 ||theta||^2 + sum_i loss(y_i, <theta, phi(x_i)>)`` (no
     intercept unless ``fit_intercept``: then a regularised bias, docs/dual.md
     s.5) through its dual (Joker, Thm. 1) by DBCD-TR (Joker, Alg. 1).
     f(x) = sum_i alpha_i k(x_i, x) (exact) or psi(x) . theta (RFF).
+
+    The parameters both estimators share (kernel, sigma, lam, n_components,
+    block_size, tol, kkt_tol, max_epochs, max_time, epsilon, delta, device,
+    dtype, random_state, solver_options, verbose, fit_intercept,
+    intercept_scaling, cache_size) are documented once, in
+    :class:`joker.estimators._JokerBase`.
 
     Parameters
     ----------
     loss : {"squared", "huber", "epsilon_insensitive"}, default "squared"
         KRR, Huber regression, SVR.
-    **others
-        See the shared parameters below (kernel, sigma, lam, n_components,
-        block_size, tol, kkt_tol, max_epochs, max_time, epsilon, delta,
-        device, dtype, random_state, solver_options, verbose).
 
     Attributes
     ----------
@@ -650,6 +661,10 @@ class JokerClassifier(ClassifierMixin, _JokerBase):
     (alpha of shape (n, n_classes)), or one-vs-one (``multi_class="ovo"``),
     also one multi-output solve. Any label values; ``classes_`` sorted.
 
+    The parameters both estimators share are documented in
+    :class:`joker.estimators._JokerBase`; ``odm_theta`` and ``odm_upsilon``
+    (loss "odm") among them.
+
     Parameters
     ----------
     loss : {"squared_hinge", "hinge", "logistic", "squared", "odm"}, default "squared_hinge"
@@ -684,9 +699,6 @@ class JokerClassifier(ClassifierMixin, _JokerBase):
         number of rows of class k (rows counted, not weights, as SVC does).
         dict: label -> weight (finite, >= 0); labels not named get 1.
         The weighted objective is in docs/dual.md s.6.
-    **others
-        See :class:`JokerRegressor` (the same shared parameters) and
-        ``odm_theta``, ``odm_upsilon``.
 
     Attributes
     ----------

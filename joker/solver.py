@@ -784,8 +784,9 @@ class _Driver:
     (history, the certified epoch, the block rule in force) lives here.
     """
 
-    def __init__(self, run, t0):
+    def __init__(self, run, t0, callback=None):
         self.run, self.opts, self.op, self.t0 = run, run.opts, run.op, t0
+        self.callback = callback
         opts, op = self.opts, self.op
         self.history = []
         self.greedy = opts.selection == "greedy"
@@ -823,6 +824,8 @@ class _Driver:
         self.history.append({"epoch": epoch, "seconds": self.now() if seconds is None else seconds,
                              "dual": cert.dual, "primal": cert.primal, "gap": cert.gap, "kkt": cert.kkt,
                              "gaps": cert.gaps, "kkts": cert.kkts})
+        if self.callback is not None:  # after the history: the row is that of this certificate
+            self.callback(self.history[-1], run.alpha)
         if opts.verbose:
             print(f"[joker] epoch {epoch:4d}  t={self.history[-1]['seconds']:8.2f}s  primal={cert.primal:.6g}  "
                   f"dual={cert.dual:.6g}  gap={cert.gap:.3e}  kkt={cert.kkt:.3e}", flush=True)
@@ -976,7 +979,7 @@ class _Driver:
             self.converged = self.opts.met(c)
 
 
-def dbcd_tr(op, loss, Y, lam, options=None, seed=None, alpha0=None, sample_weight=None):
+def dbcd_tr(op, loss, Y, lam, options=None, seed=None, alpha0=None, sample_weight=None, callback=None):
     """Solve the Joker dual by DBCD-TR (Joker, Alg. 1).
 
     Parameters
@@ -1001,6 +1004,14 @@ def dbcd_tr(op, loss, Y, lam, options=None, seed=None, alpha0=None, sample_weigh
         C, docs/dual.md s.6); the dual, its box and the certificates are
         those of the weighted problem (:mod:`joker.weighted_loss`). A row of
         weight 0 is held at alpha_i = 0. None: every weight 1.
+    callback : callable or None
+        Called as ``callback(row, alpha)`` at each certificate: ``row`` the
+        history entry just appended (epoch, seconds, gap, kkt, ...) and
+        ``alpha`` the current dual iterate (tensor (n, C), the solver's own:
+        read it, do not modify it; with a lagged certificate the row is that
+        of the previous epoch's iterate). ``op`` then holds the current
+        K alpha / theta. Its time counts in the solve's seconds
+        (anytime curves: :meth:`baselines.base.Adapter._checkpoint`).
 
     Returns
     -------
@@ -1026,7 +1037,7 @@ def dbcd_tr(op, loss, Y, lam, options=None, seed=None, alpha0=None, sample_weigh
         gen.seed()
     t0 = time.perf_counter()
     run = _Run(op, loss, Y, lam, opts, gen, alpha0)
-    loop = _Driver(run, t0)
+    loop = _Driver(run, t0, callback)
     if opts.trace_steps:
         run.step_duals.append(run.dual_J())
     loop.certify(0)

@@ -5,7 +5,9 @@ Reads one experiment of the MLflow store and writes, under ``--out``
 the most recently run experiment is reported, still in its own folder, so
 no experiment's report is ever written over another's):
 
-    table4.md     Table 4 (paper layout per quantity) and the cell details
+    table4.md     the verdict (best method per time and memory budget), Table 4
+                  (paper layout per quantity, best cells bold) and the cell details
+                  (paired test against the best, trivial flag, checkpoints)
     table4.tex    the same two tables, LaTeX booktabs (needs amssymb)
     table4.csv    one row per cell, full-precision numbers, run ids
     tuned.csv     (tune=true) the same for the tuned final fits
@@ -14,7 +16,7 @@ no experiment's report is ever written over another's):
     not_used.csv  runs not used and why
     report.html   one self-contained page: tables, figures, run lists
     report.json   which experiment and store the folder reports on
-    figures/      the figures, PNG and PDF
+    figures/      the figures, PNG and PDF (metric_vs_time, pareto, ...; docs/report.md)
 
 and prints how many runs it used, the runs it did not use and why, the
 trials that did not end ok, the metric table, and finally the paths of
@@ -34,7 +36,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import curves, figures, html, published, render, scaling, table, tuned
+from . import anytime, curves, figures, html, published, render, scaling, table, tuned
 from .load import REPO_ROOT, STATUSES, Selection, StoreError, client_for, load_selection
 
 RUN_COLUMNS = ["run_id", "dataset", "budget", "method", "variant", "seed",
@@ -73,6 +75,10 @@ class Report:
     tuned_settings : pandas.DataFrame or None
         One row per tuned cell: chosen setting, tuning seconds, validation
         metrics (:func:`reports.tuned.summary`).
+    points : pandas.DataFrame or None
+        The anytime curves (:func:`reports.anytime.curves`).
+    verdict : pandas.DataFrame or None
+        The best method per time and memory budget (:func:`reports.anytime.verdict`).
     """
 
     selection: Selection
@@ -82,6 +88,8 @@ class Report:
     paths: dict = field(default_factory=dict)
     tuned_cells: pd.DataFrame | None = None
     tuned_settings: pd.DataFrame | None = None
+    points: pd.DataFrame | None = None
+    verdict: pd.DataFrame | None = None
 
 
 def failed_runs(runs: pd.DataFrame) -> pd.DataFrame:
@@ -138,7 +146,14 @@ def build_report(tracking_uri: str | None = None, experiment: str | None = None,
     runs = table.derive(sel.runs) if len(sel.runs) else sel.runs.assign(
         variant=[], metric_name=[], metric=[], memory_mib=[], memory_source=[])
     cells = published.attach(table.cells(runs)) if len(runs) else pd.DataFrame()
+    checkpoints, predictions = anytime.load_artifacts(client_for(sel.tracking_uri), runs) if len(runs) else ({}, {})
+    if len(cells):
+        cells = anytime.mark_cells(cells, runs, predictions)
+    points = anytime.curves(runs, checkpoints) if len(runs) else pd.DataFrame(columns=anytime.CURVE_COLUMNS)
     rep = Report(sel, runs, cells)
+    rep.points = points
+    rep.verdict = (anytime.verdict(points, runs, cells, trivial=anytime.trivial_levels(runs, predictions))
+                   if len(points) else pd.DataFrame())
     failed = failed_runs(runs)
 
     how = "given" if experiment else (
@@ -157,7 +172,7 @@ def build_report(tracking_uri: str | None = None, experiment: str | None = None,
     if make_figures and len(runs):
         hist = curves.joker_histories(client_for(sel.tracking_uri), runs)
         rep.figures = figures.make_all(runs, cells, hist, out / "figures",
-                                       table.dataset_order(runs))
+                                       table.dataset_order(runs), points)
         for f in rep.figures:
             echo(f"  figure {f.name}: " + (str(f.png) if f.png else f.note))
 
@@ -193,10 +208,10 @@ def build_report(tracking_uri: str | None = None, experiment: str | None = None,
                         scaling.fig_scaling(runs, table.dataset_order(runs)), "no size ended ok", echo)
 
     refs = (published.cited(cells), published.other_sizes(cells))
-    tables = _tables(cells) + tuned_tables + scaling_tables
+    tables = _tables(cells, rep.verdict) + tuned_tables + scaling_tables
     when = _dt.datetime.now().isoformat(timespec="seconds")
     rep.paths = _write(out, sel, rep, tables, failed, refs, when)
-    for title, frame in tables[:2]:  # the datasets and the metric table
+    for title, frame in [t for t in tables if t[0] in (VERDICT, METRIC_TITLE)]:  # the verdict, the metric table
         echo("")
         echo(title)
         echo(render.markdown(frame))
@@ -239,14 +254,28 @@ def claim(out: Path, experiment: str, uri: str) -> None:
                                  indent=1) + "\n", encoding="utf-8")
 
 
-def _tables(cells: pd.DataFrame) -> list:
-    """Titled string tables, in report order."""
+#: Title of the first section (``## Verdict`` in table4.md and report.html).
+VERDICT = "Verdict"
+METRIC_TITLE = "Table 4: test metric (✓ converged, ✗ not, ? unknown; ≈ not distinguishable from the best)"
+#: The sentence under the verdict table.
+VERDICT_NOTE = (
+    "Which method to use within a time budget and a memory budget: for each time budget, the method whose "
+    "model, stopped at that time, has the best test metric (read from its anytime curve, "
+    "figures/metric_vs_time.png; a method that finished later had no model yet). At the time limit, "
+    "'also ≈ best' lists the methods a paired test on the same test rows (McNemar's exact test for "
+    "accuracy, a paired bootstrap for RMSE, p ≥ 0.05) cannot tell from the best. Fit times measured "
+    "under contention († in the time table) may be slower than on an idle machine.")
+
+
+def _tables(cells: pd.DataFrame, verdict: pd.DataFrame | None = None) -> list:
+    """Titled string tables, in report order (the verdict first)."""
     if cells.empty:
         return []
-    return [
+    head = [(VERDICT, verdict)] if verdict is not None and len(verdict) else []
+    return head + [
         ("Datasets: sizes, scale, threads, device, budget, metric",
          render.datasets(cells)),
-        ("Table 4: test metric (✓ converged, ✗ not, ? unknown)",
+        (METRIC_TITLE,
          render.paper_layout(cells, "metric")),
         (f"Table 4: training time (s; {render.CONTENDED} contended)",
          render.paper_layout(cells, "time")),
@@ -268,7 +297,8 @@ def _write(out: Path, sel: Selection, rep: Report, tables, failed, refs, when) -
             f"Store `{sel.tracking_uri}`. {sel.summary()}.\n"
             + (f"Filters: {sel.filters}.\n" if sel.filters else "")
             + f"Generated {when}.\n\n")
-    body = "".join(f"## {t}\n\n{render.markdown(df)}\n" for t, df in tables)
+    intro = {VERDICT: VERDICT_NOTE + "\n\n"}
+    body = "".join(f"## {t}\n\n{intro.get(t, '')}{render.markdown(df)}\n" for t, df in tables)
     if not tables:
         body = "No runs matched.\n\n"
     body += f"{render.LEGEND}\n\n"
@@ -311,6 +341,7 @@ def _write(out: Path, sel: Selection, rep: Report, tables, failed, refs, when) -
         experiment=sel.experiment, uri=sel.tracking_uri, summary=sel.summary(),
         filters=sel.filters, when=when, tables=tables, legend=render.LEGEND,
         notes=notes, figures=rep.figures, skipped=sel.skipped, failed=failed,
+        intros={VERDICT: VERDICT_NOTE}, lead_figure="metric_vs_time",
         references=beside, other_references=elsewhere), encoding="utf-8")
     return {k: p.resolve() for k, p in paths.items()}
 

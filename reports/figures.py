@@ -279,12 +279,14 @@ def fig_time(runs: pd.DataFrame, order=None):
     figure : matplotlib.figure.Figure or None
     data : pandas.DataFrame
         One row per ok run with a ``fit_seconds``: run_id, dataset, budget,
-        method, seed, fit_seconds (s). Bars are the median over runs, black
-        dots the runs.
+        method, seed, fit_seconds (s), contended (bool). Bars are the median
+        over runs, black dots the runs; a bar with a contended run is hatched.
     """
     ok = runs[(runs["status"] == "ok") & runs["fit_seconds"].notna()]
     data = ok[["run_id", "dataset", "budget", "method", "seed",
                "fit_seconds"]].reset_index(drop=True)
+    flag = ok["contended_flag"] if "contended_flag" in ok else pd.Series(np.nan, index=ok.index)
+    data["contended"] = (flag == 1.0).to_numpy()
     if data.empty:
         return None, data
     hue = _hue_order(data["method"])
@@ -301,9 +303,228 @@ def fig_time(runs: pd.DataFrame, order=None):
     _plain_log(ax, "y", values=data["fit_seconds"])
     ax.set_ylabel("training time (s)")
     ax.set_xlabel("dataset")
-    ax.set_title("Training time per method (bars: median, dots: runs)")
+    ax.set_title("Training time per method (bars: median, dots: runs; hatched: contended)")
+    _hatch_contended(ax, data, datasets, hue)
     if ax.get_legend() is not None:  # none when every label is hidden (matplotlib hides names starting "_")
-        sns.move_legend(ax, "upper left", bbox_to_anchor=(1, 1), frameon=False)
+        from matplotlib.patches import Patch
+
+        handles, labels = ax.get_legend_handles_labels()
+        if data["contended"].any():
+            handles.append(Patch(facecolor="white", edgecolor="black", hatch="///"))
+            labels.append("contended (time not comparable)")
+        ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1, 1), frameon=False)
+    return fig, data
+
+
+def _hatch_contended(ax, data: pd.DataFrame, datasets: list, hue: list) -> None:
+    """Hatch the bars of (dataset, method) groups with a contended run (seaborn draws them in hue-major order)."""
+    bars = [p for p in ax.patches if p.get_height() > 0 or p.get_width() > 0]
+    slots = [(d, m) for m in hue for d in datasets]
+    present = {(d, m) for d, m in zip(data["dataset"], data["method"])}
+    drawn = [k for k in slots if k in present]
+    if len(bars) < len(drawn):
+        return
+    contended = set(zip(data.loc[data["contended"], "dataset"], data.loc[data["contended"], "method"]))
+    for bar, key in zip(bars, drawn):
+        if key in contended:
+            bar.set_hatch("///")
+            bar.set_edgecolor("black")
+
+
+def _panels(keys: list, ncols_max: int = 2, w: float = 7.0, h: float = 5.0):
+    """A grid of panels for ``keys`` (one each), large enough to read at 1,400 px."""
+    ncols = min(ncols_max, len(keys))
+    nrows = -(-len(keys) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, squeeze=False, layout="constrained",
+                             figsize=(w * ncols + 2.6, h * nrows + 0.6))
+    for ax in list(axes.flat)[len(keys):]:
+        ax.set_axis_off()
+    return fig, list(axes.flat)[:len(keys)]
+
+
+def _label_style(ax) -> None:
+    ax.tick_params(labelsize=11)
+    ax.xaxis.label.set_size(12)
+    ax.yaxis.label.set_size(12)
+    ax.title.set_size(13)
+
+
+def fig_metric_vs_time(points: pd.DataFrame, order=None):
+    """Test metric against fit seconds (log), every method: anytime curves and final points.
+
+    Parameters
+    ----------
+    points : pandas.DataFrame
+        From :func:`reports.anytime.curves` (``fit_seconds``, ``metric``, ``final``, ``label``, ...).
+    order : list of str, optional
+        Datasets in sweep order.
+
+    Returns
+    -------
+    figure : matplotlib.figure.Figure or None
+    data : pandas.DataFrame
+        The plotted points (one row each): lines join a run's checkpoints,
+        a large marker with a black edge is the run's final point; a method
+        with its final point only (LIBSVM, ThunderSVM) shows the marker alone.
+        One panel per (dataset, memory budget).
+    """
+    data = points[points["fit_seconds"] > 0].reset_index(drop=True) if len(points) else points
+    if data.empty:
+        return None, data
+    keys = [(d, b) for d in _in_order(data["dataset"], order)
+            for b in _in_order(data.loc[data["dataset"] == d, "budget"])]
+    fig, axes = _panels(keys)
+    methods = _hue_order(data["method"])
+    for ax, (dataset, budget) in zip(axes, keys):
+        d = data[(data["dataset"] == dataset) & (data["budget"] == budget)]
+        for run_id, r in d.groupby("run_id", sort=False):
+            r = r.sort_values("fit_seconds")
+            col = colour(r["method"].iloc[0])
+            curve = r[r["final"] == 0]
+            fin = r[r["final"] == 1]
+            if len(r) > 1:
+                ax.plot(r["fit_seconds"], r["metric"], "-", color=col, lw=1.8, alpha=0.9)
+                ax.plot(curve["fit_seconds"], curve["metric"], "o", color=col, ms=3.5)
+            ax.plot(fin["fit_seconds"], fin["metric"], "o", color=col, ms=10, mec="black", mew=1.0)
+        _plain_log(ax, "x", values=d["fit_seconds"])
+        _zoom_finals(ax, d)
+        ax.set_xlabel("fit time (s, log scale; evaluation excluded)")
+        ax.set_ylabel(vocab.metric_label(d["metric_name"].iloc[0], dataset))
+        ax.set_title(f"{dataset} · {budget}")
+        ax.grid(True, which="major", alpha=0.3)
+        _label_style(ax)
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], color=colour(m), marker="o", lw=1.8, label=m) for m in methods]
+    handles.append(Line2D([], [], color="0.4", marker="o", ms=10, mec="black", lw=0, label="final point"))
+    fig.legend(handles=handles, loc="outside lower center", frameon=False, fontsize=12,
+               ncol=min(6, len(handles)))
+    fig.suptitle("Test metric vs fit time (small dots: checkpoints during the fit; large: final model)",
+                 fontsize=14)
+    return fig, data
+
+
+def _zoom_finals(ax, d: pd.DataFrame) -> None:
+    """Fit the y range to the final points when early checkpoints (the zero model) dwarf them.
+
+    The window is the final points' range, padded 1.5 times that range on
+    the worse side and 0.3 times on the better side; points outside stay in
+    the data and the panel says they are off scale.
+    """
+    from .anytime import lower_is_better
+
+    finals = d.loc[d["final"] == 1, "metric"]
+    if finals.empty:
+        return
+    lo, hi = float(finals.min()), float(finals.max())
+    span = max(hi - lo, 0.02 * abs(hi) or 1e-3)
+    worse_low = not lower_is_better(d["metric_name"].iloc[0])  # accuracy: worse is lower
+    bottom = lo - (1.5 if worse_low else 0.3) * span
+    top = hi + (0.3 if worse_low else 1.5) * span
+    if d["metric"].min() < bottom or d["metric"].max() > top:
+        ax.set_ylim(bottom, top)
+        ax.text(0.02, 0.02 if worse_low else 0.97, "earlier checkpoints off scale", transform=ax.transAxes,
+                ha="left", va="bottom" if worse_low else "top", fontsize=10, color="0.35")
+
+
+def pareto_front(x, y, higher_is_better: bool) -> np.ndarray:
+    """Boolean mask of the points no other point beats in both ``x`` (lower is better) and ``y``.
+
+    Parameters
+    ----------
+    x : array-like of shape (n,)
+        Cost (time, memory): lower is better.
+    y : array-like of shape (n,)
+        The metric.
+    higher_is_better : bool
+        Direction of ``y`` (accuracy: True, RMSE: False).
+
+    Returns
+    -------
+    ndarray of bool, shape (n,)
+    """
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float) * (1 if higher_is_better else -1)
+    keep = np.ones(len(x), dtype=bool)
+    for i in range(len(x)):
+        beaten = (x <= x[i]) & (y >= y[i]) & ((x < x[i]) | (y > y[i]))
+        keep[i] = not beaten.any()
+    return keep
+
+
+def fig_pareto(cells: pd.DataFrame, order=None):
+    """Final test metric against fit memory and against fit time, with the Pareto front, per dataset.
+
+    Parameters
+    ----------
+    cells : pandas.DataFrame
+        Cells (:func:`reports.table.cells`), medians over ok runs.
+
+    Returns
+    -------
+    figure : matplotlib.figure.Figure or None
+    data : pandas.DataFrame
+        One row per cell with an ok run: dataset, budget, method, label,
+        metric, fit_seconds, memory_mib, and ``front_time`` /
+        ``front_memory`` (on the Pareto front of that panel: no other cell
+        of the dataset is both cheaper and better).
+    """
+    from .anytime import label as _lab, lower_is_better
+
+    if cells.empty:
+        return None, pd.DataFrame()
+    keep = cells[(cells["n_ok"] > 0) & cells["metric_median"].notna()]
+    data = pd.DataFrame({
+        "dataset": keep["dataset"], "budget": keep["budget"], "method": keep["method"],
+        "label": [_lab(m, v) for m, v in zip(keep["method"], keep["variant"])],
+        "metric_name": keep["metric_name"], "metric": keep["metric_median"],
+        "fit_seconds": keep["fit_seconds_median"], "memory_mib": keep["memory_mib_median"],
+        "contended": keep.get("contended", False),
+    }).reset_index(drop=True)
+    if data.empty:
+        return None, data
+    data["front_time"] = False
+    data["front_memory"] = False
+    datasets = _in_order(data["dataset"], order)
+    fig, axes = plt.subplots(len(datasets), 2, squeeze=False, layout="constrained",
+                             figsize=(15.5, 5.0 * len(datasets) + 0.6))
+    for r, dataset in enumerate(datasets):
+        d = data[data["dataset"] == dataset]
+        higher = not lower_is_better(d["metric_name"].iloc[0])
+        for c, (col, front, xlabel) in enumerate((
+                ("memory_mib", "front_memory", MEMORY_LABEL), ("fit_seconds", "front_time", "fit time (s)"))):
+            ax = axes[r, c]
+            dd = d[d[col].notna()]
+            if dd.empty:
+                ax.set_axis_off()
+                continue
+            x = dd[col].clip(lower=1e-3)
+            mask = pareto_front(x, dd["metric"], higher)
+            data.loc[dd.index, front] = mask
+            f = dd[mask].assign(_x=x[mask]).sort_values("_x")
+            ax.step(f["_x"], f["metric"], where="post", color="black", lw=1.5, ls="--", zorder=1)
+            for (idx, p), on in zip(dd.iterrows(), mask):
+                ax.scatter(x[idx], p["metric"], s=110 if on else 60, color=colour(p["method"]),
+                           edgecolor="black", linewidth=1.2 if on else 0.4, zorder=2)
+                if on:
+                    ax.annotate(p["label"], (x[idx], p["metric"]), xytext=(6, 4), textcoords="offset points",
+                                fontsize=10)
+            _plain_log(ax, "x", values=x)
+            ax.set_xlabel(xlabel)
+            ax.set_ylabel(vocab.metric_label(d["metric_name"].iloc[0], dataset))
+            budgets = "/".join(_in_order(dd["budget"]))
+            ax.set_title(f"{dataset} ({budgets}): metric vs {'memory' if c == 0 else 'time'}")
+            ax.grid(True, which="major", alpha=0.3)
+            _label_style(ax)
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], color=colour(m), marker="o", linestyle="", ms=9, label=m)
+               for m in _hue_order(data["method"])]
+    handles.append(Line2D([], [], color="black", ls="--", label="Pareto front (labelled points)"))
+    fig.legend(handles=handles, loc="outside lower center", frameon=False, fontsize=12,
+               ncol=min(6, len(handles)))
+    fig.suptitle("Final test metric vs fit memory and vs fit time (cell medians);\n"
+                 "on the front: no other method is both cheaper and better", fontsize=14)
     return fig, data
 
 
@@ -362,12 +583,18 @@ def save(fig, out_dir: Path, name: str) -> tuple[Path, Path]:
 
 
 def make_all(runs: pd.DataFrame, cells: pd.DataFrame, hist: pd.DataFrame,
-             out_dir: Path, order=None) -> list[Figure]:
-    """Draw and save the four figures; a figure with no data gets a note.
+             out_dir: Path, order=None, points: pd.DataFrame | None = None) -> list[Figure]:
+    """Draw and save the figures; a figure with no data gets a note.
 
-    ``order`` lists the datasets in sweep order (panels, bars and rows follow it).
+    ``order`` lists the datasets in sweep order (panels, bars and rows follow it);
+    ``points`` are the anytime curves (:func:`reports.anytime.curves`), drawn first.
     """
     specs = [
+        ("metric_vs_time", "Test metric vs fit time: anytime curves and final points, per dataset",
+         fig_metric_vs_time, points if points is not None else pd.DataFrame(),
+         "no ok run with a fit time and a metric"),
+        ("pareto", "Final test metric vs fit memory and vs fit time, Pareto front",
+         fig_pareto, cells, "no cell with an ok run"),
         ("fig3_convergence", "Joker convergence: objectives and relative gap "
          "vs time and epochs (Figure 3 analogue)", fig_convergence, hist,
          "no Joker run with a convergence history"),

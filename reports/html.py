@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import re
 
 import jinja2
 import pandas as pd
@@ -29,11 +30,14 @@ code{background:#f4f4f4;padding:0 3px}
 {% if filters %}Filters: {% for k, v in filters.items() %}<code>{{ k|e }}</code> in {{ v|join(", ")|e }}{% if not loop.last %}; {% endif %}{% endfor %}.{% endif %}
 Generated {{ when|e }}.</p>
 {% for title, table in tables %}<h2>{{ title|e }}</h2>
-<div class="box">{{ table }}</div>{% endfor %}
+{% if intros.get(title) %}<p class="meta">{{ intros[title]|e }}</p>{% endif %}
+<div class="box">{{ table }}</div>
+{% if loop.first and lead %}<h3>{{ lead.title|e }}</h3>
+<img alt="{{ lead.name|e }}" src="data:image/png;base64,{{ lead.b64 }}">{% endif %}{% endfor %}
 <p class="legend">{{ legend|e }}</p>
 {% if notes %}<ul class="legend">{% for n in notes %}<li>{{ n|e }}</li>{% endfor %}</ul>{% endif %}
 <h2>Figures</h2>
-{% for f in figures %}<h3>{{ f.title|e }}</h3>
+{% for f in figures if not (lead and f.name == lead.name) %}<h3>{{ f.title|e }}</h3>
 {% if f.png %}<img alt="{{ f.name|e }}" src="data:image/png;base64,{{ f.b64 }}">
 <p class="meta">Files: <code>{{ f.png.name }}</code>, <code>{{ f.pdf.name }}</code>; {{ f.n }} plotted points.</p>
 {% else %}<p class="meta">{{ f.note|e }}</p>{% endif %}{% endfor %}
@@ -63,13 +67,19 @@ def table_html(frame: pd.DataFrame, wrap: bool = False) -> str:
     """
     if frame is None or frame.empty:
         return "<p>(none)</p>"
-    return frame.to_html(index=False, escape=True, border=0, na_rep="",
+    text = frame.to_html(index=False, escape=True, border=0, na_rep="",
                          classes="wrap" if wrap else None)
+    return html_bold(text)
+
+
+def html_bold(text: str) -> str:
+    """``**x**`` (the tables' Markdown bold: the best cell of a row) as ``<b>x</b>``."""
+    return re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", text)
 
 
 def page(*, experiment, uri, summary, filters, when, tables, legend,
          figures, skipped, failed, references, notes=(),
-         other_references=None) -> str:
+         other_references=None, intros=None, lead_figure=None) -> str:
     """The HTML text.
 
     Parameters
@@ -81,6 +91,11 @@ def page(*, experiment, uri, summary, filters, when, tables, legend,
     skipped, failed, references, other_references : pandas.DataFrame
     notes : list of str
         Footnotes shown under the legend.
+    intros : dict, optional
+        Table title -> a sentence shown under its heading (the verdict's).
+    lead_figure : str, optional
+        Name of the figure shown right after the first table (the verdict),
+        not again among the figures.
     Other parameters are strings or a dict (``filters``) shown verbatim.
     """
     figs = []
@@ -88,7 +103,11 @@ def page(*, experiment, uri, summary, filters, when, tables, legend,
         b64 = base64.b64encode(f.png.read_bytes()).decode() if f.png else ""
         figs.append(dict(name=f.name, title=f.title, png=f.png, pdf=f.pdf,
                          note=f.note, b64=b64, n=len(f.data)))
+    lead = next((f for f in figs if f["name"] == lead_figure and f["png"]), None) if lead_figure else None
+    if lead is not None and not (tables and tables[0][0] in (intros or {})):
+        lead = None  # no verdict table to put it under: it stays among the figures
     return TEMPLATE.render(
+        intros=intros or {}, lead=lead,
         experiment=experiment, uri=uri, summary=summary, filters=filters,
         when=when, legend=legend, figures=figs,
         tables=[(t, table_html(df, wrap=True)) for t, df in tables],

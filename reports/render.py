@@ -37,9 +37,13 @@ LEGEND = (
     f"{CONTENDED} contended: the trial got clearly less CPU than its threads "
     "could use, or the load average exceeded the cores; its time is not "
     "comparable. "
+    "Bold: the best cell of its row (highest accuracy or lowest RMSE, "
+    "fastest fit, least memory). "
     "Convergence: ✓ every ok run converged (Joker: relative duality gap and "
     "KKT residual under tolerance, a certificate; baselines: their own "
-    "convergence signal), ✗ a run did not converge or diverged, ? no "
+    "convergence signal), ok (fixed epochs) a method without a stopping "
+    "rule (EigenPro) that ran all its configured epochs, ✗ a run stopped "
+    "short of its own tolerance or diverged, ? no "
     "convergence signal logged, – no solution (no ok run). A cell with no ok "
     "run shows why: n/a (the method has no loss for the task), not installed "
     "(install command below), over budget, or the status (timeout, oom, "
@@ -48,7 +52,12 @@ LEGEND = (
     "the same n_train / n_test, in the same unit (id in brackets); "
     "references at other sizes are listed separately. 'measured on this "
     "machine class' numbers are the anchors of docs/anchors.md, not "
-    "published results."
+    "published results. "
+    "vs best: the paired test of the cell's test predictions against the "
+    "best cell's on the same test rows (McNemar's exact test for accuracy, "
+    "a paired bootstrap for RMSE); ≈ best: p ≥ 0.05, the gap may be noise. "
+    "trivial: the model is no better than the majority class or the mean "
+    "on the test rows (its metric says nothing of the method)."
 )
 
 
@@ -118,12 +127,22 @@ def _mib(x) -> str:
     return f"{x:.0f}" if abs(x) >= 100 else f"{x:.1f}"
 
 
+def _bold(text: str) -> str:
+    """``**text**`` (Markdown bold; :func:`html_bold` and :func:`latex` convert it)."""
+    return f"**{text}**" if text else text
+
+
 def metric_text(cell) -> str:
-    """Metric cell: ``median [range] mark`` or the reason there is none."""
+    """Metric cell: ``median [range] mark`` or the reason there is none; ``≈`` not distinguishable from
+    the best, ``trivial`` no better than the trivial predictor (:func:`reports.anytime.mark_cells`)."""
     if cell["n_ok"] == 0:
         return _word(cell)
-    return (spread(cell, "metric") + " " + MARKS[cell["converged"]]
-            + _partial(cell))
+    text = spread(cell, "metric") + " " + MARKS[cell["converged"]] + _partial(cell)
+    if cell.get("same_as_best") is True and not cell.get("is_best"):
+        text += " ≈"
+    if cell.get("trivial") is True:
+        text += " trivial"
+    return text
 
 
 def time_text(cell) -> str:
@@ -208,6 +227,7 @@ def paper_layout(cells: pd.DataFrame, quantity: str) -> pd.DataFrame:
         in table order; empty where a method has no run.
     """
     _, fmt = QUANTITIES[quantity]
+    best_col = {"metric": "metric_median", "time": "fit_seconds_median", "memory": "memory_mib_median"}[quantity]
     order = {m: i for i, m in enumerate(METHOD_ORDER)}
     keys = sorted({(order.get(c["method"], len(order)), c["method"],
                     natural_key(c["variant"]), _label(c)) for _, c in cells.iterrows()})
@@ -219,13 +239,30 @@ def paper_layout(cells: pd.DataFrame, quantity: str) -> pd.DataFrame:
                "metric": vocab.metric_label(group["metric_name"].iloc[0], dataset),
                "budget": budget}
         row.update({m: "" for m in methods})
-        for _, cell in group.iterrows():
-            row[_label(cell)] = fmt(cell)
+        best = best_cell(group, best_col)
+        for idx, cell in group.iterrows():
+            row[_label(cell)] = _bold(fmt(cell)) if idx == best else fmt(cell)
         rows.append(row)
     return pd.DataFrame(rows, columns=[*head, *methods])
 
 
 SIZE = "n_train / n_test × d"
+
+
+def best_cell(group: pd.DataFrame, column: str):
+    """Index of the best cell of one table row: max accuracy / min RMSE (metric), min time or memory.
+
+    Cells without an ok run or without the number do not compete; ``None`` when none does.
+    """
+    ok = group[(group["n_ok"] > 0) & group[column].notna()] if column in group else group.iloc[0:0]
+    if ok.empty:
+        return None
+    if column == "metric_median" and "is_best" in ok:  # the cell the paired tests compare with
+        marked = ok.index[ok["is_best"] == True]  # noqa: E712  (object column: True, False)
+        if len(marked):
+            return marked[0]
+    lower = column != "metric_median" or any(w in str(ok["metric_name"].iloc[0]) for w in ("rmse", "mse", "error"))
+    return ok[column].idxmin() if lower else ok[column].idxmax()
 
 
 def datasets(cells: pd.DataFrame) -> pd.DataFrame:
@@ -264,10 +301,16 @@ def details(cells: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for _, c in cells.iterrows():
         ran = c["n_ok"] > 0
+        status = c["status"] + (" (fixed epochs)" if c["status"] == "ok" and c["converged"] == "fixed epochs" else "")
+        value = spread(c, "metric") if ran else _word(c)
         row = {
             "dataset": c["dataset"], "budget": c["budget"], "method": _label(c),
-            "runs": f"{c['n_ok']}/{c['n_runs']} ok", "status": c["status"],
-            "value": spread(c, "metric") if ran else _word(c),
+            "runs": f"{c['n_ok']}/{c['n_runs']} ok", "status": status,
+            "value": _bold(value) if c.get("is_best") is True else value,
+            "vs best (test, p)": c.get("vs_best") or "",
+            "trivial": (f"trivial: {c.get('trivial_reason')}" if c.get("trivial") is True else ""),
+            "checkpoints": (f"{c['n_checkpoints_median']:.0f}" if ran and pd.notna(c.get("n_checkpoints_median"))
+                            else ""),
             "time (s)": time_text(c) if ran else "",
             "fit memory (MiB)": memory_text(c) if ran else "",
             "peak (MiB)": memory_text(c, "peak_rss_mib") if ran else "",
@@ -339,13 +382,14 @@ _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$",
         "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",
         "^": r"\textasciicircum{}", "±": r"$\pm$", "✓": r"\checkmark{}",
         "✗": r"$\times$", "–": "--", "·": r"$\cdot$",
-        "†": r"$^\dagger$", "×": r"$\times$"}
+        "†": r"$^\dagger$", "×": r"$\times$", "≈": r"$\approx$", "≥": r"$\geq$"}
 
 
 def tex_escape(text) -> str:
-    """Escape LaTeX specials; ± ✓ ✗ – · become math or amssymb symbols."""
-    return re.sub("|".join(re.escape(k) for k in _TEX),
-                  lambda m: _TEX[m.group(0)], str(text))
+    """Escape LaTeX specials; ± ✓ ✗ – · ≈ become math or amssymb symbols; ``**x**`` becomes ``\\textbf{x}``."""
+    out = re.sub("|".join(re.escape(k) for k in _TEX),
+                 lambda m: _TEX[m.group(0)], str(text))
+    return re.sub(r"\*\*(.+?)\*\*", r"\\textbf{\1}", out)
 
 
 def latex(frame: pd.DataFrame, caption: str, label: str) -> str:

@@ -38,7 +38,7 @@ KEY = ["dataset", "budget", "method", "variant"]
 #: Per-run quantities aggregated into mean and std in every cell.
 QUANTITIES = ("metric", "fit_seconds", "memory_mib", "peak_rss_mib", "gpu_mib",
               "dual_gap", "kkt_residual", "cpu_utilisation", "fit_load_avg",
-              "n_train", "n_test", "n_features")
+              "n_train", "n_test", "n_features", "n_checkpoints")
 #: Param names (last dotted part) that change with the repetition, not
 #: the configuration (``sigma_value``: the median-heuristic bandwidth
 #: measured on each repetition's own training subset).
@@ -52,7 +52,7 @@ NOT_VARIANT_WORDS = ("path", "dir", "uri", "hash", "job")
 SIZE_PARAMS = ("params.dataset.n_train", "params.dataset.n_test")
 METHOD_ORDER = tuple(ADAPTERS)  # the registry's order: Joker first, one source of method ids
 #: Convergence word of a cell -> mark used in text tables.
-MARKS = {"yes": "✓", "no": "✗", "unknown": "?", "no solution": "–"}
+MARKS = {"yes": "✓", "no": "✗", "unknown": "?", "no solution": "–", "fixed epochs": "ok (fixed epochs)"}
 
 
 def primary_metrics(runs: pd.DataFrame) -> dict:
@@ -105,7 +105,7 @@ def derive(runs: pd.DataFrame) -> pd.DataFrame:
     runs = runs.copy()
     for col in (vocab.PEAK_GPU, vocab.PEAK_RSS, vocab.BASELINE_RSS, vocab.FIT_RSS,
                 vocab.FIT_GPU, vocab.FIT_CPU, vocab.FIT_LOAD, vocab.CPU_UTILISATION,
-                "fit_seconds", "dual_gap", "kkt_residual", "converged",
+                "fit_seconds", "dual_gap", "kkt_residual", "converged", "n_checkpoints", "n_epochs",
                 *vocab.SIZE_METRICS):
         if col not in runs:
             runs[col] = np.nan
@@ -335,10 +335,30 @@ def _status_text(group: pd.DataFrame) -> str:
     return ", ".join(f"{s} ({n})" for s, n in counts.items())
 
 
+def ran_fixed_epochs(run) -> bool:
+    """Whether a run is of a fixed-budget method (:data:`reports.vocab.FIXED_EPOCH_METHODS`) that ran all its epochs.
+
+    Such a method has no tolerance of its own: its plateau flag is no
+    convergence verdict. "All its epochs": the metric ``n_epochs`` is at
+    least the plan's ``plan.epochs`` (either missing: assumed).
+    """
+    if run.get("method") not in vocab.FIXED_EPOCH_METHODS:
+        return False
+    done, planned = pd.to_numeric(pd.Series([run.get("n_epochs"), run.get("plan.epochs")]), errors="coerce")
+    return bool(pd.isna(done) or pd.isna(planned) or done >= planned)
+
+
 def _converged(group: pd.DataFrame, ok: pd.DataFrame) -> tuple[str, int]:
-    """Convergence word of a cell and the number of converged runs."""
+    """Convergence word of a cell and the number of converged runs.
+
+    ``fixed epochs``: every ok run is of a fixed-budget method that ran its
+    configured epochs (:func:`ran_fixed_epochs`) and none diverged.
+    """
     n_conv = int((ok["conv"] == 1.0).sum())
-    if (group["status"] == "diverged").any() or (ok["conv"] == 0.0).any():
+    diverged = (group["status"] == "diverged").any()
+    if not diverged and len(ok) and all(ran_fixed_epochs(r) for _, r in ok.iterrows()):
+        return "fixed epochs", len(ok)
+    if diverged or (ok["conv"] == 0.0).any():
         return "no", n_conv
     if ok.empty:
         return "no solution", 0

@@ -22,9 +22,16 @@ TAG_KEYS = (
     "config_hash", "seed", "repetition", "primary_metric", "git_commit",
     "git_dirty", "cpu_model", "n_cores", "gpu_name", "threads", "superseded_by",
     "scale", "device", "contended", "contended_reason", "skip_kind",
-    "install_hint", "record_schema",
+    "install_hint", "record_schema", "trivial_model", "trivial_reason",
     "tuning", "tuning_cell", "tuning.sigma_factor", "tuning.lam", "tuning.n_configs",
 )
+
+#: Tag "1" / "0" of an ok trial whose model is / is not better than the trivial predictor on the test rows
+#: (written by the harness from issue 43 on; the report computes it from ``predictions.npz`` otherwise).
+TRIVIAL_TAG = "trivial_model"
+#: Methods that stop after their configured epochs by design (no tolerance of their own): a run that did
+#: all of them is ``ok (fixed epochs)``, not unconverged.
+FIXED_EPOCH_METHODS = ("eigenpro3", "eigenpro4")
 
 # Metrics (MiB, s, ratios) of the record.
 FIT_RSS = "fit_rss_mib"          #: host RSS peak of fit + predict above the pre-fit baseline

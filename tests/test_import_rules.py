@@ -10,6 +10,10 @@
   (``baselines.registry``) and its own modules; MLflow and the plotting
   libraries are third-party and free.
 
+- no import circle among the project's modules (``joker``, ``baselines``,
+  ``reports``, ``benchmarks``, ``hydra_plugins``): the module graph is
+  acyclic (:func:`import_cycles`).
+
 Every import statement counts, the lazy ones inside functions included.
 The checker runs on the repository (no violation) and on synthetic trees
 in ``tmp_path`` (each forbidden import is found).
@@ -121,6 +125,78 @@ def violations(root: Path) -> list:
     return bad
 
 
+def project_modules(root: Path) -> dict:
+    """``{dotted name: path}`` of every module of the project's packages (:data:`FIRST_PARTY`) under ``root``."""
+    return {module_name(root, p): p for top in FIRST_PARTY if (root / top).is_dir()
+            for p in sorted((root / top).rglob("*.py")) if "__pycache__" not in p.parts}
+
+
+def import_graph(root: Path) -> dict:
+    """``{module: {module it imports}}`` among the project's modules, lazy imports included.
+
+    An import target is the longest prefix of it that is a project module
+    (``from a.b import c`` is the module ``a.b.c`` when there is one, else
+    ``a.b``); third-party targets and a module's imports of itself are left out.
+    """
+    mods = project_modules(root)
+
+    def resolve(target: str):
+        while target and target not in mods:
+            target = target.rpartition(".")[0]
+        return target or None
+
+    graph = {m: set() for m in mods}
+    for mod, path in mods.items():
+        for _, target in imported_names(root, path):
+            dep = resolve(target)
+            if dep is not None and dep != mod:
+                graph[mod].add(dep)
+    return graph
+
+
+def import_cycles(graph: dict) -> list:
+    """The import circles of ``graph``: each strongly connected set of two or more modules, sorted.
+
+    Tarjan's algorithm (Tarjan 1972, "Depth-first search and linear graph
+    algorithms", SIAM J. Comput. 1(2)), iterative so that a deep graph needs
+    no recursion.
+    """
+    index, low, stack, on_stack, cycles = {}, {}, [], set(), []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            v, children = work[-1]
+            for w in children:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(sorted(graph[w]))))
+                    break
+                if w in on_stack:
+                    low[v] = min(low[v], index[w])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[v])
+                if low[v] == index[v]:
+                    comp = []
+                    while True:
+                        w = stack.pop()
+                        on_stack.discard(w)
+                        comp.append(w)
+                        if w == v:
+                            break
+                    if len(comp) > 1:
+                        cycles.append(sorted(comp))
+    return sorted(cycles)
+
+
 def module_counts(package: Path) -> dict:
     """``{folder: number of .py modules directly in it}`` for ``package`` and every folder below."""
     return {d.relative_to(package.parent).as_posix(): len(list(d.glob("*.py")))
@@ -129,6 +205,12 @@ def module_counts(package: Path) -> dict:
 
 def test_repository_follows_the_dependency_rule():
     assert violations(REPO) == []
+
+
+def test_repository_has_no_import_circle():
+    graph = import_graph(REPO)
+    assert len(graph) >= 100 and all(any(m.startswith(top) for m in graph) for top in FIRST_PARTY)
+    assert import_cycles(graph) == []
 
 
 def test_checker_reads_every_area():
@@ -206,3 +288,32 @@ def test_relative_import_above_the_top_package_is_an_error(tmp_path):
 def test_folder_count_sees_a_13th_module(tmp_path):
     pkg = _tree(tmp_path, {f"bench/sweep/m{i}.py": "" for i in range(12)}) / "bench"
     assert module_counts(pkg) == {"bench": 1, "bench/sweep": 13}  # 12 modules + __init__
+
+
+def test_clean_synthetic_tree_has_no_circle(tmp_path):
+    graph = import_graph(_tree(tmp_path, CLEAN))
+    assert graph["joker.bench.sweep.app"] == {"joker.bench.records.record", "joker.bench.trials.trial"}
+    assert import_cycles(graph) == []
+
+
+@pytest.mark.parametrize("added, cycle", [
+    # a lazy import inside a function closes the circle app -> trial -> app
+    ({"joker/bench/trials/trial.py": "def f():\n    from ..sweep.app import run_job\n"},
+     ["joker.bench.sweep.app", "joker.bench.trials.trial"]),
+    # three modules in two packages: solver -> kernels -> helpers -> solver
+    ({"joker/kernels.py": "from baselines import helpers\n", "baselines/helpers.py": "import joker.solver\n"},
+     ["baselines.helpers", "joker.kernels", "joker.solver"]),
+    # a package's __init__ and its own module
+    ({"reports/__init__.py": "from .load import x\n", "reports/load.py": "import reports\n"},
+     ["reports", "reports.load"]),
+])
+def test_an_added_circle_is_found(tmp_path, added, cycle):
+    files = dict(CLEAN)
+    for path, source in added.items():
+        files[path] = files.get(path, "") + source
+    assert import_cycles(import_graph(_tree(tmp_path, files))) == [cycle]
+
+
+def test_two_separate_circles_are_both_found():
+    graph = {"a": {"b"}, "b": {"a", "c"}, "c": set(), "d": {"e"}, "e": {"f"}, "f": {"d", "a"}}
+    assert import_cycles(graph) == [["a", "b"], ["d", "e", "f"]]

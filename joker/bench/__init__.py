@@ -4,7 +4,7 @@ Run it as ``python -m joker.bench --config-name smoke`` (see README.md).
 Nothing here is imported by ``import joker``; importing this package is
 cheap (no Hydra, no MLflow, no torch): the heavy modules are imported by
 the entry point (:mod:`joker.bench.__main__`) and the trial child
-(:mod:`joker.bench.trials.trial`) only.
+(:mod:`joker.bench.trials.child`) only.
 
 Sub-packages
 ------------

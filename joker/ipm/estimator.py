@@ -216,8 +216,22 @@ class LowRankIPMClassifier(BinaryClassifierMixin, BaseEstimator):
                                         self.random_state, dtype, self.device).fit(X64)
         U = self.feature_map_.transform(X64)
         del X64
-        res = lowrank_svm_ipm(U, yt, float(self.lam), bias=bool(self.fit_intercept), tol=self.tol_,
-                              max_iter=int(self.max_iter), max_time=self.max_time, verbose=self.verbose)
+        hook = getattr(self, "iteration_callback", None)  # not a parameter: set on the instance (anytime curves)
+
+        def each_iterate(row, a, b):
+            # the iterate as a model: decision_function works inside the callback
+            self.classes_, self._coef, self.intercept_ = classes, U.T @ (a * yt), float(b)
+            self.coef_ = self._coef
+            hook(row)
+
+        try:
+            res = lowrank_svm_ipm(U, yt, float(self.lam), bias=bool(self.fit_intercept), tol=self.tol_,
+                                  max_iter=int(self.max_iter), max_time=self.max_time, verbose=self.verbose,
+                                  callback=each_iterate if hook is not None else None)
+        except BaseException:  # nothing of the callback's iterates survives a failed fit
+            for attr in ("coef_", "classes_"):
+                self.__dict__.pop(attr, None)
+            raise
         self.classes_ = classes
         self._coef = U.T @ (res.a * yt)
         self.coef_ = self._coef.cpu().numpy()

@@ -147,7 +147,8 @@ def _start(y, C, bias):
     return torch.where(y > 0, torch.full_like(y, 0.5 * C * n_min / n_pos), torch.full_like(y, 0.5 * C * n_min / n_neg))
 
 
-def lowrank_svm_ipm(U, y, lam, bias=True, tol=1e-8, max_iter=200, eta=0.995, max_time=None, verbose=0):
+def lowrank_svm_ipm(U, y, lam, bias=True, tol=1e-8, max_iter=200, eta=0.995, max_time=None, verbose=0,
+                    callback=None):
     """Solve the L1-SVC dual on a rank-k factor by Mehrotra's predictor-corrector IPM.
 
     Parameters
@@ -173,6 +174,11 @@ def lowrank_svm_ipm(U, y, lam, bias=True, tol=1e-8, max_iter=200, eta=0.995, max
         Seconds; the last iterate is returned (not converged) when exceeded.
     verbose : int
         > 0 prints one line per iteration.
+    callback : callable or None
+        Called as ``callback(row, a, b)`` after each iterate is certified:
+        ``row`` the history entry just appended (iteration, seconds, gap, ...),
+        ``a`` the dual iterate (tensor (n,), not to be modified), ``b`` the
+        intercept. Its time counts in the solve's ``seconds``.
 
     Returns
     -------
@@ -226,6 +232,8 @@ def lowrank_svm_ipm(U, y, lam, bias=True, tol=1e-8, max_iter=200, eta=0.995, max
                             step=history[-1]["step"] if history else 0.0))
         if verbose:
             print(f"ipm {it:3d}  gap {gap:.3e}  mu {mu:.3e}  rd {res_d:.2e}  rp {res_p:.2e}")
+        if callback is not None:
+            callback(history[-1], a, b)
         if gap <= tol and res_d <= tol and res_p <= tol:
             converged = True
             break

@@ -168,7 +168,7 @@ def test_a_half_migrated_store_is_a_one_line_error(run_bench, tmp_path):
 
 
 def test_a_result_of_another_spec_is_never_recorded_as_this_trials(tmp_path):
-    from joker.bench.sweep.app import own_result
+    from joker.bench.sweep.recording import own_result
     from joker.bench.trials.runner import Outcome
     from joker.bench.config.spec import SPEC_DIGEST_KEY, spec_digest
 

@@ -138,16 +138,37 @@ def test_table4_full_scale_sweeps_both_cpu_budgets_on_full_splits():
         assert spec.timeout_s == 150 and spec.threads == 2 and spec.method.dtype == "float32"
 
 
-def test_table4_full_scale_solves_the_l1_svc_and_times_the_sized_methods():
+def test_table4_full_scale_solves_the_l1_svc_and_gives_every_method_one_time_budget():
     """scale=full: joker-exact's binary loss is the hinge (LIBSVM's problem), regression keeps the squared loss;
-    the methods whose model size sets their time get a 20 s target; scale=local keeps the paper's L2-SVC."""
+    every method of a cell has the same timeout_s and no per-method time option; scale=local keeps the L2-SVC."""
     for ds, loss in (("skin", "hinge"), ("ijcnn1", "hinge"), ("hepc", "squared")):
         spec = resolve_trial(_compose("table4", ["scale=full", f"dataset={ds}", "method=joker-exact"]))
         assert spec.method.loss == loss
     assert resolve_trial(_compose("table4", ["dataset=skin", "method=joker-exact"])).method.loss == "squared_hinge"
-    for method in ("falkon", "logfalkon", "eigenpro3", "eigenpro4", "ipm-lowrank"):
-        spec = resolve_trial(_compose("table4", ["scale=full", "dataset=ijcnn1", f"method={method}"]))
-        assert spec.method.options["time_target_s"] == 20
+    for scale in ("local", "full", "paper"):
+        specs = [resolve_trial(_compose("table4", [f"scale={scale}", "dataset=hepc", f"method={m}"])) for m in METHODS]
+        assert len({s.timeout_s for s in specs}) == 1, scale
+        assert not [s.method.name for s in specs if "time_target_s" in s.method.options], scale
+
+
+@pytest.mark.parametrize("override, text", [
+    ("+settings.falkon.timeout_s=300", r"settings\[falkon\]\.timeout_s = 300 s differs from the cell's timeout_s = 150 s"),
+    ("+dataset.methods.libsvm.timeout_s=60", r"dataset\.methods\[libsvm\]\.timeout_s = 60 s differs"),
+    ("+settings.eigenpro3.options.time_target_s=20", r"settings\[eigenpro3\]\.options\.time_target_s = 20: a per-method"),
+    ("+method.options.time_target_s=20", r"method \(falkon\)\.options\.time_target_s = 20"),
+])
+def test_a_method_given_another_time_budget_than_its_neighbours_is_refused(override, text):
+    """Issue 40: one time budget per cell. A per-method timeout_s or time option is a config error, for every
+    job of the sweep (the settings of *all* methods are checked, not only the job's): the sweep stops before
+    its first trial."""
+    for method in ("falkon", "joker-exact"):
+        if override.startswith("+method.") and method != "falkon":
+            continue
+        cfg = _compose("table4", ["scale=full", "dataset=hepc", f"method={method}", override])
+        with pytest.raises(ConfigError, match=text):
+            resolve_trial(cfg)
+    same = _compose("table4", ["scale=full", "dataset=hepc", "method=falkon", "+settings.falkon.timeout_s=150"])
+    assert resolve_trial(same).timeout_s == 150.0   # the cell's own value restated is no other budget
 
 
 def test_a_per_task_loss_overrides_only_its_tasks_and_bad_ones_are_config_errors():

@@ -461,6 +461,54 @@ def _check_setting(where: str, setting: Any) -> dict[str, Any]:
     return setting
 
 
+#: Options that once gave one method its own time target; refused by :func:`check_one_time_budget`.
+PER_METHOD_TIME_OPTIONS = ("time_target_s",)
+
+
+def check_one_time_budget(c: dict[str, Any]) -> None:
+    """Refuse a method given another time budget than its neighbours in a cell.
+
+    Every method of a cell (data set x budget) has the trial's ``timeout_s``
+    and the same memory budget; each plan sizes its model to the same share of
+    it (``docs/contracts.md``, "One budget per cell"). A per-method
+    ``timeout_s`` (``dataset.methods[m]`` or ``settings[m]``) that differs
+    from the sweep's, or a per-method time option (``time_target_s``), would
+    give one column more or less time than the others. Every method's
+    setting is checked, not only the job's, so that a sweep stops before its
+    first trial.
+
+    Parameters
+    ----------
+    c : dict
+        The composed job config, plain.
+
+    Raises
+    ------
+    ConfigError
+        Naming the setting, its value and the cell's.
+    """
+    cell = float(c.get("timeout_s", 600.0))
+    sources = [(f"dataset.methods[{m}]", s) for m, s in ((c["dataset"].get("methods") or {}).items())]
+    sources += [(f"settings[{m}]", s) for m, s in ((c.get("settings") or {}).items())]
+    sources.append((f"method ({c['method'].get('name')})", {"options": c["method"].get("options")}))
+    for where, setting in sources:
+        if not isinstance(setting, dict):
+            continue
+        own = setting.get("timeout_s")
+        if own is not None and float(own) != cell:
+            raise ConfigError(
+                f"{where}.timeout_s = {float(own):g} s differs from the cell's timeout_s = {cell:g} s: every "
+                "method of a cell has the same time budget (docs/contracts.md, 'One budget per cell'); set "
+                "timeout_s for the whole sweep")
+        options = setting.get("options") or {}
+        for key in PER_METHOD_TIME_OPTIONS:
+            if isinstance(options, dict) and options.get(key) is not None:
+                raise ConfigError(
+                    f"{where}.options.{key} = {options[key]!r}: a per-method time target gives one method "
+                    "another time budget than its neighbours; every plan now sizes its model to the same share "
+                    "of the trial's timeout_s (docs/contracts.md, 'One budget per cell'): remove it")
+
+
 def _method_setting(c: dict[str, Any]) -> dict[str, Any]:
     """The method's settings merged in order: method file < dataset.methods[m] < settings[m]."""
     ds, m = c["dataset"], c["method"]
@@ -592,6 +640,7 @@ def resolve_trial(cfg: Any) -> TrialSpec:
     ds, b = c["dataset"], c["budget"]
     tds = _trial_dataset(ds, c["scale"])
     _check_primary_metric(tds.task, tds.primary_metric)
+    check_one_time_budget(c)
     setting = _method_setting(c)
     base_seed, rep = int(c["seed"]), int(c["repetition"])
     bad = sorted(set(c.get("stop_larger_after") or ()) - {"timeout", "over_budget", "oom"})

@@ -164,6 +164,29 @@ class CpuWindow:
         self.n_cores = int(n_cores or os.cpu_count() or 1)
         self._t0 = self._cpu0 = 0.0
         self._busy0: float | None = None
+        self._paused_at: tuple[float, float, float | None] | None = None
+        self._off_wall = self._off_cpu = self._off_busy = 0.0
+
+    def pause(self) -> None:
+        """Leave the window until :meth:`resume` (the checkpoints' test evaluations, issue 42).
+
+        The wall time, this process's CPU time and the machine's busy time
+        spent while paused are subtracted in :meth:`stop`, so the window
+        measures the fit alone.
+        """
+        self._paused_at = (time.monotonic(), _own_cpu_seconds(), machine_busy_seconds())
+
+    def resume(self) -> None:
+        """Return to the window after :meth:`pause`."""
+        if self._paused_at is None:
+            return
+        t, cpu, busy = self._paused_at
+        self._off_wall += time.monotonic() - t
+        self._off_cpu += _own_cpu_seconds() - cpu
+        busy1 = machine_busy_seconds()
+        if busy is not None and busy1 is not None:
+            self._off_busy += busy1 - busy
+        self._paused_at = None
 
     def start(self) -> "CpuWindow":
         """Open the window (returns self)."""
@@ -174,11 +197,11 @@ class CpuWindow:
 
     def stop(self) -> CpuUsage:
         """Close the window and return its :class:`CpuUsage`."""
-        wall = time.monotonic() - self._t0
-        cpu = _own_cpu_seconds() - self._cpu0
+        wall = time.monotonic() - self._t0 - self._off_wall
+        cpu = max(0.0, _own_cpu_seconds() - self._cpu0 - self._off_cpu)
         busy1 = machine_busy_seconds()
         others = None
         if self._busy0 is not None and busy1 is not None and wall > 0:
-            others = max(0.0, (busy1 - self._busy0 - cpu) / wall)
+            others = max(0.0, (busy1 - self._busy0 - self._off_busy - cpu) / wall)
         return CpuUsage(wall_s=wall, cpu_s=cpu, others_cores=others, load_avg=os.getloadavg()[0],
                         threads=self.threads, n_cores=self.n_cores)

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from . import summary as summ
+from .recording import execute_trial, record_trial, trial_summary
 from ..config.schema import resolve_tuning
 from ..config.spec import TrialSpec
 from ..measure.meters import Limits
@@ -205,8 +206,6 @@ def run_cell(cfg: Any, spec: TrialSpec, store: Any, state: dict[str, Any] | None
         The final fit's trial summary, with ``tuning_seconds``, ``n_configs``
         and the chosen ``sigma_factor`` / ``lam``.
     """
-    from .app import _execute, _record, _summary
-
     specs = cell_specs(cfg, spec)
     plan, cell_hash = specs["plan"], config_hash(specs["cell"])
     cell_run = _cell_run(store, cell_hash, spec, state.get("parent_run_id") if state else None)
@@ -221,7 +220,7 @@ def run_cell(cfg: Any, spec: TrialSpec, store: Any, state: dict[str, Any] | None
             wd.mkdir(parents=True, exist_ok=True)
             end_ms = start_ms + int(outcomes[i].wall_s * 1000)
             conf = specs["configs"][i].tuning["config"]
-            _record(store, cell_run, specs["configs"][i], hashes[i], outcomes[i], verdicts[i], wd,
+            record_trial(store, cell_run, specs["configs"][i], hashes[i], outcomes[i], verdicts[i], wd,
                     (start_ms, max(end_ms, start_ms)), supersede=True,
                     extra_tags={TUNING_TAG: "search", CELL_TAG: cell_hash, "tuning.index": i,
                                 "tuning.sigma_factor": conf["sigma_factor"], "tuning.lam": conf["lam"],
@@ -253,7 +252,7 @@ def run_cell(cfg: Any, spec: TrialSpec, store: Any, state: dict[str, Any] | None
     found = _finished(store, fhash, bool(cfg.rerun))
     if found is not None:
         t = found.data.tags
-        s = _summary(final, fhash, t.get("status", "?"), t.get("reason", ""), found.data.metrics,
+        s = trial_summary(final, fhash, t.get("status", "?"), t.get("reason", ""), found.data.metrics,
                      found.info.run_id, cached=True)
     elif choice is None:  # nothing ended ok: the cell's outcome is the untuned configuration's
         base = next((r for r in rows if r.get("config") == conf), None)
@@ -268,17 +267,17 @@ def run_cell(cfg: Any, spec: TrialSpec, store: Any, state: dict[str, Any] | None
         out = Outcome(result={"status": status if status != "ok" else "error", "reason": reason, "metrics": {}})
         now = int(time.time() * 1000)
         (root / "final").mkdir(parents=True, exist_ok=True)
-        s = _record(store, cell_run, final, fhash, out, classify(out, None, None), root / "final", (now, now),
+        s = record_trial(store, cell_run, final, fhash, out, classify(out, None, None), root / "final", (now, now),
                     supersede=True, extra_tags={k: v for k, v in extra.items() if v != ""},
                     extra_metrics={"tuning_seconds": tuning_s})
     else:
         wd = root / "final"
         wd.mkdir(parents=True, exist_ok=True)
         start_ms = int(time.time() * 1000)
-        out = _execute(final, wd, f"{label} (final fit)", progress)
+        out = execute_trial(final, wd, f"{label} (final fit)", progress)
         end_ms = int(time.time() * 1000)
         verdict = classify(out, final.budget.host_bytes, final.budget.gpu_bytes)
-        s = _record(store, cell_run, final, fhash, out, verdict, wd, (start_ms, end_ms), supersede=True,
+        s = record_trial(store, cell_run, final, fhash, out, verdict, wd, (start_ms, end_ms), supersede=True,
                     extra_tags=extra, extra_metrics={"tuning_seconds": tuning_s,
                                                      **({f"chosen_{metric}": choice["metrics"][metric]})})
     try:

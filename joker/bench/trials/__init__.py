@@ -1,7 +1,7 @@
 """The trial process: the child that fits and predicts, and the parent side that runs it.
 
-Owns the child (``trial``, run as ``python -m joker.bench.trials.trial
-SPEC RESULT``), the runner that spawns it under a hard limit and classifies
+Owns the child (``child``, run as ``python -m joker.bench.trials.child
+SPEC RESULT``: ``trial``'s steps for one fit, ``tuning``'s search), the runner that spawns it under a hard limit and classifies
 how it ended (``runner``), the stdlib-only reaper between them
 (``reaper``), test metrics (``scoring``) and the cached median bandwidth
 (``sigma_cache``).

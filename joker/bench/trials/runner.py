@@ -4,7 +4,7 @@ Process layout (each trial in its own session, so one ``killpg`` ends it)::
 
     harness job (Hydra, MLflow)               <- this module
       └─ reaper (bare python, ~10 MiB)         joker/bench/trials/reaper.py: wait4
-           └─ trial: python -m joker.bench.trials.trial spec.json result.json
+           └─ trial: python -m joker.bench.trials.child spec.json result.json
 
 or, for a CPU trial given a ``preload`` key (the default; ``JOKER_BENCH_PRELOAD=0``
 turns it off), the same layout with a starter in the reaper's place that has
@@ -13,7 +13,7 @@ imported the method's libraries once and forks each trial from that state
 
     harness job
       └─ starter (python + the method's imports)   wait4, one trial at a time
-           └─ trial (forked: own session, trial.main)
+           └─ trial (forked: own session, child.main)
 
 The trial's peak RSS is the ``ru_maxrss`` that the reaper's (or starter's)
 ``os.wait4`` returns (KiB on Linux). The hard wall-clock limit kills the
@@ -149,7 +149,7 @@ def run_trial(
     poll_s: float = 0.1,
     preload: tuple | None = None,
 ) -> Outcome:
-    """Run ``python -m joker.bench.trials.trial`` on a spec, under a hard time limit.
+    """Run ``python -m joker.bench.trials.child`` on a spec, under a hard time limit.
 
     Parameters
     ----------
@@ -183,7 +183,7 @@ def run_trial(
     """
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    for stale in ("result.json", "rusage.json", "progress.json"):
+    for stale in ("result.json", "rusage.json", "progress.json", "checkpoints.csv", "predictions.npz"):
         (workdir / stale).unlink(missing_ok=True)
     out = Outcome(timeout_s=float(timeout_s) if timeout_s else None)
     t0 = time.monotonic()
@@ -306,11 +306,11 @@ def preload_key(spec: Any) -> tuple[str, str]:
 
 
 def _trial_command(spec_path: Path, workdir: Path) -> list[str]:
-    """argv of the reaper running ``python -m joker.bench.trials.trial SPEC RESULT``."""
+    """argv of the reaper running ``python -m joker.bench.trials.child SPEC RESULT``."""
     reaper = Path(__file__).with_name("reaper.py")
     return [
         sys.executable, "-I", str(reaper), str(workdir / "rusage.json"), str(os.getpid()), "--",
-        sys.executable, "-m", "joker.bench.trials.trial", str(spec_path), str(workdir / "result.json"),
+        sys.executable, "-m", "joker.bench.trials.child", str(spec_path), str(workdir / "result.json"),
     ]
 
 

@@ -1,8 +1,10 @@
-"""The trial child: one method on one dataset, measured, in a fresh process.
+"""The trial child's steps: one method on one dataset, measured, in a fresh process.
 
-Usage (started by :mod:`joker.bench.trials.runner`, not by hand)::
-
-    python -m joker.bench.trials.trial SPEC_JSON RESULT_JSON
+The process is started as ``python -m joker.bench.trials.child SPEC_JSON
+RESULT_JSON`` (:mod:`joker.bench.trials.child`, by
+:mod:`joker.bench.trials.runner`); a plain trial runs :func:`one_fit` under
+:func:`run`, a tuned cell's search runs the same steps once per
+configuration (:func:`joker.bench.trials.tuning.run_search`).
 
 Steps (``progress.json`` beside RESULT_JSON names the phase reached)::
 
@@ -26,9 +28,8 @@ from __future__ import annotations
 import math
 import sys
 import time
-import traceback
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -44,7 +45,7 @@ from ..measure.fitmem import FitMemory, freeze_survivors, release_free_memory, r
 from ..config.paths import repo_root
 from ..records.record import MIB
 from .sigma_cache import median_sigma_cached
-from ..config.spec import SPEC_DIGEST_KEY, TrialSpec, spec_digest
+from ..config.spec import TrialSpec
 
 WARMUP_ROWS = 256
 #: Test rows predicted by the warm-up.
@@ -409,26 +410,35 @@ class _Failed(Exception):
         self.status, self.reason, self.skip_kind = status, reason, skip_kind
 
 
-def run(spec: TrialSpec, progress: Progress, res: dict[str, Any]) -> dict[str, Any]:
+def run(spec: TrialSpec, progress: Progress, res: dict[str, Any],
+        body: Callable[[TrialSpec, Progress, dict[str, Any]], Any] | None = None) -> dict[str, Any]:
     """Run one trial, filling ``res`` as it goes; return it (raises on failure).
 
-    ``res`` starts as ``{"status": "ok", "reason": "", "metrics": {}}``; what
-    was measured before a failure stays in it. The phases are written to
-    ``progress.json`` (module docstring), with the plan once chosen.
+    Parameters
+    ----------
+    spec : TrialSpec
+        The trial.
+    progress : Progress
+        The phases are written to ``progress.json`` (module docstring), with
+        the plan once chosen.
+    res : dict
+        Starts as ``{"status": "ok", "reason": "", "metrics": {}}``; what was
+        measured before a failure stays in it.
+    body : callable, optional
+        ``body(spec, progress, res)``, the work done under this function's
+        thread limits and skip/failure handling: one fit (the default) or a
+        tuned cell's search (:func:`joker.bench.trials.tuning.run_search`,
+        chosen by :func:`joker.bench.trials.child.run`).
+
+    Returns
+    -------
+    dict
+        ``res``, with ``status`` ``skipped`` (and ``skip_kind``) or a failure
+        status when the method could not run or failed in a known way.
     """
     res["thread_info"] = limit_threads(spec.threads)
     try:
-        if spec.tuning and spec.tuning.get("stage") == "search":  # a tuned cell's search (trials/tuning.py)
-            from .tuning import run_search
-
-            return run_search(spec, progress, res)
-        progress("import")
-        cls = _check_runnable(spec)
-        progress("load")
-        ds = _load(spec, cls, res)
-        progress("warmup")
-        kwargs = _prepare(spec, cls, ds, res)
-        _fit_and_predict(spec, cls(**kwargs), ds, progress, res)
+        (body or one_fit)(spec, progress, res)
     except _Skip as why:
         res.update(status="skipped", reason=str(why), skip_kind=why.kind)
         _add_install_hint(spec, res)
@@ -437,6 +447,21 @@ def run(spec: TrialSpec, progress: Progress, res: dict[str, Any]) -> dict[str, A
         if failed.skip_kind:
             res["skip_kind"] = failed.skip_kind
     return res
+
+
+def one_fit(spec: TrialSpec, progress: Progress, res: dict[str, Any]) -> None:
+    """The plain trial's phases: import, load, warm-up, fit, predict and score (module docstring).
+
+    Raises :class:`_Skip` or :class:`_Failed` (caught by :func:`run`), any
+    other exception for an unexpected failure.
+    """
+    progress("import")
+    cls = _check_runnable(spec)
+    progress("load")
+    ds = _load(spec, cls, res)
+    progress("warmup")
+    kwargs = _prepare(spec, cls, ds, res)
+    _fit_and_predict(spec, cls(**kwargs), ds, progress, res)
 
 
 def _add_install_hint(spec: TrialSpec, res: dict[str, Any]) -> None:
@@ -490,11 +515,24 @@ def _fit_and_predict(spec: TrialSpec, adapter: Adapter, ds: Any, progress: Progr
     except AdapterError as exc:  # the budget cannot hold the smallest setting, or the time its stated work
         raise _Failed("over_budget", str(exc), skip_kind="budget") from None
     progress.note(plan=res["plan"])
-    meter = FitMemory().start()
+    window = CpuWindow(spec.threads)
+    meter = FitMemory()
+    search = bool(spec.tuning and spec.tuning.get("stage") == "search")  # a tuned cell's search: validation rows
+    recorder = None if search else _recorder(spec, adapter, ds, (window, meter))  # its test copy: before the baseline
+    meter.start()
     m["baseline_rss_mib"] = meter.baseline / MIB
     progress("fit")
-    window = CpuWindow(spec.threads).start()
-    _, m["fit_seconds"] = _timed(adapter.fit, ds.X_train, ds.y_train)
+    window.start()
+    if recorder is not None:
+        recorder.start()
+    try:
+        _, wall = _timed(adapter.fit, ds.X_train, ds.y_train)
+    finally:
+        adapter.checkpoint_hook = None
+    paused = recorder.paused if recorder is not None else 0.0
+    m["fit_seconds"] = wall - paused  # the checkpoints' evaluations are not fit time
+    if recorder is not None:
+        m["checkpoint_eval_seconds"] = paused
     _record_cpu(window.stop(), res)
     progress("predict")
     (y_pred, scores), m["predict_seconds"] = _timed(predict_and_scores, adapter, ds.X_test)
@@ -502,7 +540,60 @@ def _fit_and_predict(spec: TrialSpec, adapter: Adapter, ds: Any, progress: Progr
     m["fit_rss_mib"] = used.fit_bytes / MIB
     res["fit_memory_method"] = used.method
     progress("metrics")
-    _score(spec, adapter, ds, np.asarray(y_pred), res, scores)
+    scored = False
+    try:
+        _score(spec, adapter, ds, np.asarray(y_pred), res, scores)
+        scored = True
+    finally:
+        if not search:
+            _keep_predictions(progress.path.parent, spec, adapter, ds, y_pred, scores, res)
+        if recorder is not None:
+            _finish_checkpoints(recorder, progress.path.parent, res, final=scored)
+
+
+def _recorder(spec: TrialSpec, adapter: Adapter, ds: Any, meters: tuple) -> Any:
+    """The anytime-checkpoint hook of this fit (:mod:`joker.bench.trials.checkpoints`), installed on ``adapter``.
+
+    ``meters`` (the CPU window, the memory meter) are paused while a checkpoint is scored.
+    """
+    from .checkpoints import CheckpointRecorder
+
+    classes = None if spec.dataset.task == "regression" else np.unique(ds.y_train)
+    recorder = CheckpointRecorder(adapter, ds.X_test, ds.y_test, spec.dataset.task, classes, meters)
+    adapter.checkpoint_hook = recorder
+    return recorder
+
+
+def _finish_checkpoints(recorder: Any, folder: Path, res: dict[str, Any], final: bool) -> None:
+    """Add the final point (when ``final``: the model was scored), write ``checkpoints.csv``, count them."""
+    m = res["metrics"]
+    if final:
+        conv = res.get("convergence") or {}
+        hist = conv.get("history") or []
+        last = hist[-1] if hist and isinstance(hist[-1], dict) else {}
+        recorder.add_final(m["fit_seconds"], m, int(m.get("n_test", len(recorder.y))), last)
+    m["n_checkpoints"] = float(len(recorder.rows))
+    if recorder.errors:
+        res["checkpoint_errors"] = recorder.errors
+    recorder.write(folder / "checkpoints.csv")
+
+
+def _keep_predictions(folder: Path, spec: TrialSpec, adapter: Adapter, ds: Any, y_pred: Any,
+                      scores: Any, res: dict[str, Any]) -> None:
+    """Save the test rows' ``y_true``, ``y_pred`` and ``scores`` as ``predictions.npz`` (compressed).
+
+    The report tests whether two methods differ on the same test rows
+    (McNemar, paired bootstrap: :mod:`reports.significance`); ``scores`` is
+    omitted when the adapter's own ``predict`` gave no scores. A failure to
+    save is noted in ``res["predictions_error"]``, never fatal.
+    """
+    try:
+        arrays = {"y_true": np.asarray(ds.y_test), "y_pred": np.asarray(y_pred)}
+        if scores is not None:
+            arrays["scores"] = np.asarray(scores, dtype=np.float32)
+        np.savez_compressed(folder / "predictions.npz", **arrays)
+    except Exception as exc:
+        res["predictions_error"] = f"{type(exc).__name__}: {exc}"
 
 
 def predict_and_scores(adapter: Adapter, X: Any) -> tuple[np.ndarray, np.ndarray | None]:
@@ -566,35 +657,3 @@ def _failure(exc: BaseException) -> dict[str, str]:
     if isinstance(exc, MemoryError) or name == "OutOfMemoryError" or "out of memory" in str(exc).lower():
         return {"status": "oom", "reason": text}
     return {"status": "error", "reason": text}
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Entry point: run the spec, always write the result; return 0."""
-    argv = sys.argv if argv is None else argv
-    spec_path, result_path = Path(argv[1]), Path(argv[2])
-    progress = Progress(result_path.with_name("progress.json"))
-    t0 = time.perf_counter()
-    result: dict[str, Any] = {"status": "ok", "reason": "", "metrics": {}}
-    try:
-        text = spec_path.read_text()
-        result[SPEC_DIGEST_KEY] = spec_digest(text)  # which spec this result is of (the parent checks)
-        run(TrialSpec.from_json(text), progress, result)
-    except Exception as exc:  # a failed trial is a result
-        traceback.print_exc()
-        result.update(_failure(exc))
-    result["wall_seconds"] = time.perf_counter() - t0
-    result["child_peak_rss_mib"] = rss_bytes()[1] / MIB
-    result["heavy_modules"] = sorted(m for m in ("mlflow", "hydra", "pandas") if m in sys.modules)
-    write_json_atomic(result_path, result, default=_json_default)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    return 0
-
-
-if __name__ == "__main__":
-    # run the importable module's main, not this __main__ copy's: the modules the trial imports
-    # (trials/tuning.py: ``from . import trial``) raise that module's _Skip and _Failed, which the
-    # copy's ``except`` clauses would not catch (a tuned search's skip read as an error)
-    from joker.bench.trials import trial as _trial
-
-    sys.exit(_trial.main())

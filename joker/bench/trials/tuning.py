@@ -3,7 +3,7 @@
 A tuned cell (``tune=true``; one method, one dataset, one budget, one
 repetition) is searched in one measured process on one loaded copy of the
 data (:func:`run_search`, started by :mod:`joker.bench.sweep.tuned` through
-the ordinary trial child): every configuration of the grid is fitted on the
+the trial child's entry point, :mod:`joker.bench.trials.child`): every configuration of the grid is fitted on the
 training rows less a validation part (:func:`joker.data.splits.validation_split`)
 and scored on that part, each one timed and memory-measured on its own
 (the same meters as a trial: :class:`joker.bench.measure.fitmem.FitMemory`,

@@ -8,7 +8,7 @@ Why: a trial process spends 2-5 s importing its method's libraries (torch,
 scikit-learn, numba, the upstream package) before it reads a row, and a
 tuned cell runs three processes of one method (untuned, search, final).
 This process imports them once, from the first spec's method
-(``joker.bench.trials.trial``, the adapter's ``available()`` and its
+(``joker.bench.trials.child`` with the trial's steps and the search, the adapter's ``available()`` and its
 ``preload_modules``), and then
 serves requests, one JSON line each on stdin::
 
@@ -20,7 +20,7 @@ For each it forks a child that is the trial: its own session (one
 dies with the harness), the default SIGINT/SIGTERM dispositions of a fresh
 interpreter (SIGUSR2 ignored, as :mod:`joker.bench.trials.reaper` does), stdin
 ``/dev/null``, stdout and stderr to the request's files, the request's
-folder as working directory, and then :func:`joker.bench.trials.trial.main`.
+folder as working directory, and then :func:`joker.bench.trials.child.main`.
 This process answers ``{"pid": N}`` at once, ``os.wait4``-s the child and
 writes the same ``rusage.json`` as the reaper (exit status, ``ru_maxrss``,
 CPU seconds) before it answers ``{"done": N}``. It never loads data or
@@ -68,12 +68,12 @@ def _forward(signum: int, _frame: object) -> None:
 
 
 def preload(spec_path: str) -> None:
-    """Import the trial module and the method of ``spec_path``: its adapter, ``available()``
+    """Import the trial modules and the method of ``spec_path``: its adapter, ``available()``
     and the adapter's ``preload_modules`` (errors are left to the trial, which imports again)."""
     import importlib
 
     from joker.bench.config.spec import TrialSpec
-    from joker.bench.trials import trial
+    from joker.bench.trials import child, trial  # noqa: F401  (child: the entry point and the search)
 
     with open(spec_path) as f:
         spec = TrialSpec.from_json(f.read())
@@ -87,7 +87,7 @@ def preload(spec_path: str) -> None:
 
 
 def _child(req: dict) -> None:
-    """The forked trial: its own session and files, then ``trial.main``; never returns."""
+    """The forked trial: its own session and files, then ``child.main``; never returns."""
     code = 1
     try:
         os.setsid()
@@ -103,10 +103,10 @@ def _child(req: dict) -> None:
             os.close(out)
         os.close(null)
         os.chdir(req["workdir"])
-        from joker.bench.trials import trial
+        from joker.bench.trials import child
 
-        sys.argv = [trial.__file__, req["spec"], req["result"]]
-        code = trial.main(sys.argv)
+        sys.argv = [child.__file__, req["spec"], req["result"]]
+        code = child.main(sys.argv)
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
     except BaseException:

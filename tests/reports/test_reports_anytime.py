@@ -1,0 +1,215 @@
+"""Issue 42: anytime curves, the verdict, paired tests against the best, the trivial flag, fixed epochs.
+
+The store is built here with MLflow's client (the harness's record shape: tags, metrics, params, and the
+artifacts ``checkpoints.csv`` and ``predictions.npz``), with known values; every expectation is computed
+from those values (closed forms: exact binomial p-values, counts, Pareto dominance).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import binomtest
+
+from reports import anytime, figures, significance, table
+from reports.cli import build_report
+
+QUIET = dict(echo=lambda *a: None)
+N_TEST = 10_000
+
+
+# ------------------------------------------------------------------ statistics
+def _pair(n_diff: int, n: int = N_TEST, seed: int = 0):
+    """Labels, a best model right on every row, another wrong on ``n_diff`` rows."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    best = y.copy()
+    other = y.copy()
+    rows = rng.choice(n, n_diff, replace=False)
+    other[rows] = 1 - other[rows]
+    return y, best, other
+
+
+def test_mcnemar_five_of_ten_thousand_is_indistinguishable():
+    y, best, other = _pair(5)
+    cmp = significance.compare(y, best, other, regression=False)
+    assert cmp.test == "McNemar exact"
+    assert cmp.p_value == pytest.approx(2 * 0.5 ** 5, rel=1e-12)  # all 5 discordant rows one way: 0.0625
+    assert cmp.same and "5 vs 0" in cmp.detail
+
+
+def test_mcnemar_three_hundred_of_ten_thousand_is_not():
+    y, best, other = _pair(300)
+    cmp = significance.compare(y, best, other, regression=False)
+    assert cmp.p_value == pytest.approx(binomtest(300, 300, 0.5).pvalue, rel=1e-9) and cmp.p_value < 1e-80
+    assert not cmp.same and cmp.text().startswith("worse (McNemar exact")
+
+
+def test_mcnemar_counts_both_directions():
+    y = np.array([0, 1, 0, 1, 0, 1, 1, 1])
+    a = np.array([0, 1, 0, 1, 1, 0, 1, 1])  # wrong on rows 4, 5
+    b = np.array([1, 1, 0, 1, 0, 1, 0, 1])  # wrong on rows 0, 6
+    p, only_a, only_b = significance.mcnemar_exact(y, a, b)
+    assert (only_a, only_b) == (2, 2) and p == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="one length"):
+        significance.mcnemar_exact(y, a, b[:3])
+
+
+def test_paired_bootstrap_rmse():
+    rng = np.random.default_rng(1)
+    y = rng.normal(size=N_TEST)
+    good = y + rng.normal(scale=0.5, size=N_TEST)
+    near = good.copy()
+    near[:5] += 0.01  # 5 rows moved a hair
+    far = y + rng.normal(scale=0.8, size=N_TEST)
+    same = significance.compare(y, good, near, regression=True)
+    assert same.same and same.test == "paired bootstrap"
+    diff = significance.compare(y, good, far, regression=True)
+    assert not diff.same and diff.p_value < 0.01
+    _, d, lo, hi = significance.paired_bootstrap_rmse(y, far, good)
+    exact = np.sqrt(np.mean((far - y) ** 2)) - np.sqrt(np.mean((good - y) ** 2))
+    assert d == pytest.approx(exact, rel=1e-12) and lo < d < hi and lo > 0
+
+
+def test_trivial_predictor_flagged():
+    y, best, _ = _pair(0)
+    share = max(np.mean(y == 0), np.mean(y == 1))
+    flag, why = significance.trivial(y, np.ones_like(y), regression=False)
+    assert flag and "constant predictions" in why
+    flag, why = significance.trivial(y, best, regression=False)
+    assert not flag and why == ""
+    wrong = np.where(np.arange(N_TEST) < N_TEST // 2, y, 1 - y)  # 50 % right: not above the majority share
+    flag, why = significance.trivial(y, wrong, regression=False)
+    assert flag == (0.5 <= share) and (not flag or "majority" in why)
+    yr = np.linspace(0.0, 1.0, 101)
+    flag, why = significance.trivial(yr, np.full(101, 0.5), regression=True)
+    assert flag and "constant" in why
+    assert not significance.trivial(yr, yr + 0.01, regression=True)[0]
+
+
+def test_pareto_front_closed_form():
+    cost = np.array([1.0, 2.0, 3.0, 2.5, 0.5])
+    acc = np.array([80.0, 85.0, 84.0, 85.0, 70.0])
+    # 3.0/84 is beaten by 2.0/85; 2.5/85 by 2.0/85 (same metric, cheaper)
+    assert figures.pareto_front(cost, acc, True).tolist() == [True, True, False, False, True]
+    rmse = np.array([1.0, 0.5, 0.6])
+    assert figures.pareto_front([1.0, 2.0, 3.0], rmse, False).tolist() == [True, True, False]
+
+
+def test_fixed_epochs_rule():
+    run = {"method": "eigenpro3", "n_epochs": 3.0, "plan.epochs": 3}
+    assert table.ran_fixed_epochs(run)
+    assert not table.ran_fixed_epochs({**run, "n_epochs": 2.0})  # stopped short
+    assert not table.ran_fixed_epochs({**run, "method": "falkon"})
+
+
+# ------------------------------------------------------------------ end to end
+def _store(tmp_path):
+    """Five ok runs on one dataset (10,000 test rows), their artifacts, and a libsvm run with none."""
+    from mlflow import MlflowClient
+    from mlflow.entities import Metric, Param
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.create_experiment("anytime", artifact_location=str(tmp_path / "art"))
+    y, best, _ = _pair(0)
+    _, _, falkon_pred = _pair(300, seed=2)
+    _, _, libsvm_pred = _pair(5, seed=3)
+    falkon_pred = np.where(falkon_pred == _pair(0, seed=2)[0], y, 1 - y)  # wrong on 300 rows of y
+    libsvm_pred = np.where(libsvm_pred == _pair(0, seed=3)[0], y, 1 - y)  # wrong on 5 rows of y
+    share = max(np.mean(y == 0), np.mean(y == 1))
+    runs = {
+        # method: (final accuracy, fit s, MiB, checkpoints [(s, acc)], predictions, extra metrics, plan)
+        "joker-exact": (1.0, 20.0, 50.0, [(0.5, 0.70), (5.0, 0.95), (20.0, 1.0)], best, {"converged": 1.0}, {}),
+        "falkon": (0.97, 8.0, 30.0, [(2.0, 0.90), (4.0, 0.96), (8.0, 0.97)], falkon_pred, {"converged": 1.0}, {}),
+        "libsvm": (0.9995, 3.0, 80.0, None, libsvm_pred, {"converged": 1.0}, {}),
+        "eigenpro3": (0.97, 40.0, 20.0, [(30.0, 0.96), (35.0, 0.965), (40.0, 0.97)], falkon_pred,
+                      {"converged": 0.0, "n_epochs": 3.0}, {"epochs": 3}),
+        "ipm-lowrank": (share, 1.0, 10.0, [(0.2, share), (0.6, share), (1.0, share)], np.full_like(y, int(
+            np.argmax(np.bincount(y)))), {"converged": 1.0}, {}),
+    }
+    ts = int(time.time() * 1000)
+    for i, (method, (acc, secs, mib, ckpt, pred, extra, plan)) in enumerate(runs.items()):
+        run = client.create_run(exp, start_time=ts + i, run_name=method, tags={
+            "method": method, "dataset": "a9a", "budget": "cpu-4g", "task": "binary", "status": "ok",
+            "reason": "", "config_hash": method, "seed": "0", "repetition": "0", "primary_metric": "test_accuracy",
+            "threads": "2", "convergence.converged": str(bool(extra["converged"]))})
+        rid = run.info.run_id
+        metrics = {"test_accuracy": acc, "fit_seconds": secs, "fit_rss_mib": mib, "n_test": float(N_TEST),
+                   "n_checkpoints": float(len(ckpt) if ckpt else 0), **extra}
+        client.log_batch(rid, metrics=[Metric(k, float(v), ts, 0) for k, v in metrics.items()],
+                         params=[Param("timeout_s", "180")] + [Param(f"plan.{k}", str(v)) for k, v in plan.items()])
+        if ckpt:
+            rows = [dict(checkpoint=j + 1, call=j + 1, fit_seconds=s, final=int(j == len(ckpt) - 1),
+                         n_test_rows=N_TEST, test_accuracy=a) for j, (s, a) in enumerate(ckpt)]
+            client.log_text(rid, pd.DataFrame(rows).to_csv(index=False), "checkpoints.csv")
+        folder = tmp_path / method
+        folder.mkdir()
+        np.savez_compressed(folder / "predictions.npz", y_true=y, y_pred=pred)
+        client.log_artifact(rid, str(folder / "predictions.npz"))
+        client.set_terminated(rid, "FINISHED")
+    return uri, y
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("anytime")
+    uri, y = _store(tmp)
+    return build_report(uri, "anytime", out=tmp / "out", **QUIET), y
+
+
+def _cell(cells, method):
+    return cells[cells["method"] == method].iloc[0]
+
+
+def test_paired_tests_and_flags_in_cells(report):
+    rep, y = report
+    cells = rep.cells
+    assert bool(_cell(cells, "joker-exact")["is_best"])
+    libsvm = _cell(cells, "libsvm")
+    assert libsvm["same_as_best"] is True and libsvm["p_value"] == pytest.approx(0.0625)
+    assert libsvm["test"] == "McNemar exact"
+    falkon = _cell(cells, "falkon")
+    assert falkon["same_as_best"] is False and falkon["p_value"] == pytest.approx(binomtest(300, 300).pvalue)
+    ipm = _cell(cells, "ipm-lowrank")
+    assert ipm["trivial"] is True and "constant predictions" in ipm["trivial_reason"]
+    assert _cell(cells, "eigenpro3")["converged"] == "fixed epochs"
+    assert _cell(cells, "joker-exact")["trivial"] is False
+
+
+def test_verdict_reads_the_curves(report):
+    rep, _ = report
+    v = rep.verdict.set_index("time budget")
+    # at 1 s: joker-exact's 0.5 s checkpoint (70 %) and the IPM's final (majority share); joker-exact wins
+    share = 100 * max(np.mean(report[1] == 0), np.mean(report[1] == 1))
+    assert share < 70
+    assert v.loc["1 s", "best method"] == "**joker-exact**" and v.loc["1 s", "test metric"] == "**70** test accuracy (%)"
+    # at 10 s: libsvm's final 99.95 % (3 s) beats joker-exact's 95 % (5 s checkpoint) and falkon's 97 %
+    assert v.loc["10 s", "best method"] == "**libsvm**" and v.loc["10 s", "methods with a model"] == "4"
+    # at the time limit: joker-exact (100 %); libsvm is within McNemar's reach, falkon is not
+    last = v.loc["180 s (time limit)"]
+    assert last["best method"] == "**joker-exact**" and "libsvm" in last["also ≈ best"]
+    assert "falkon" not in last["also ≈ best"]
+
+
+def test_report_files_verdict_first_bold_figures(report):
+    rep, _ = report
+    md = rep.paths["markdown"].read_text()
+    assert md.index("## Verdict") < md.index("## Datasets") < md.index("## Table 4: test metric")
+    metric_row = next(line for line in md.splitlines() if line.startswith("| a9a") and "✓" in line)
+    assert "**100.0 ✓**" in metric_row and "ok (fixed epochs)" in metric_row and "trivial" in metric_row
+    html = rep.paths["html"].read_text()
+    assert html.index("<h2>Verdict</h2>") < html.index("<h2>Datasets")
+    assert "<b>joker-exact</b>" in html and "**" not in html.split("<h2>Figures</h2>")[0]
+    names = {f.name: f for f in rep.figures}
+    assert names["metric_vs_time"].png.is_file() and names["pareto"].png.is_file()
+    # every point of every run is plotted: 3 + 3 + 1 (libsvm final) + 3 + 3
+    assert len(names["metric_vs_time"].data) == 13
+    front = names["pareto"].data.set_index("method")
+    assert front.loc["ipm-lowrank", "front_time"] and front.loc["libsvm", "front_time"]
+    assert not front.loc["falkon", "front_time"]  # libsvm is faster and better
+    tex = rep.paths["latex"].read_text()
+    assert "\\textbf{" in tex and "**" not in tex
