@@ -39,7 +39,7 @@ endif
 # The dataset cache (parsed arrays, hashes, downloads) of joker.data.
 JOKER_DATA_HOME ?= $(HOME)/.cache/joker-bench
 
-.PHONY: help docs install install-baselines install-falkon install-eigenpro3 install-eigenpro4 gpu-check test smoke reproduce-table4 report ui bench-solver bench-data cluster-up cluster-down clean clean-data distclean
+.PHONY: help docs install install-baselines install-falkon install-eigenpro3 install-eigenpro4 gpu-check test smoke reproduce-table4 tune-settings report ui bench-solver bench-data cluster-up cluster-down clean clean-data distclean
 
 # Baselines that are not on PyPI (Falkon with LogFalkon, EigenPro 3, EigenPro 4):
 # `make install` installs them from a local mirror of their upstream releases
@@ -70,6 +70,7 @@ help:
 	@echo "make docs               the documentation site into results/site (mkdocs build --strict)"
 	@echo "make smoke              every method on small real subsets (< 5 min on 2 cores)"
 	@echo "make reproduce-table4   the paper's Table 4 on local data, then the report"
+	@echo "make tune-settings      conf/tuned/<scale>.yaml from a tune=true sweep (docs/benchmark/tuning.md)"
 	@echo "make report             tables and figures of the latest experiment in results/report/<experiment>/ (REPORT_ARGS=...)"
 	@echo "make ui                 MLflow UI on http://127.0.0.1:$(UI_PORT)"
 	@echo "make bench-solver       Joker against the official implementation (timed here when OFFICIAL_JOKER_ROOT"
@@ -121,10 +122,19 @@ docs: install
 smoke: install
 	$(PY) -m joker.bench --config-name smoke $(ARGS)
 
-# The report goes to results/report/table4/.
+# The report goes to results/report/table4/. With ARGS="tune=true" the tuned settings of the sweep are
+# written into conf/tuned/<scale>.yaml before the report (docs/benchmark/tuning.md); later runs use them by default.
 reproduce-table4: install
 	$(PY) -m joker.bench --config-name table4 $(ARGS)
+	$(if $(filter tune=true,$(ARGS)),$(PY) -m joker.bench.records.settings_writer --scale $(TUNE_SCALE) $(TUNE_URI))
 	$(PY) -m reports --experiment table4 $(REPORT_ARGS)
+
+# The tuned-settings table conf/tuned/<scale>.yaml from the tune=true records of experiment table4
+# (scale and store from ARGS as for reproduce-table4; SETTINGS_ARGS="--dry-run" shows the rows only).
+TUNE_SCALE = $(or $(patsubst scale=%,%,$(filter scale=%,$(ARGS))),local)
+TUNE_URI = $(addprefix --uri ,$(patsubst mlflow.tracking_uri=%,%,$(filter mlflow.tracking_uri=%,$(ARGS))))
+tune-settings: $(STAMP)
+	$(PY) -m joker.bench.records.settings_writer --scale $(TUNE_SCALE) $(TUNE_URI) $(SETTINGS_ARGS)
 
 report: install
 	$(PY) -m reports $(REPORT_ARGS)

@@ -140,6 +140,11 @@ class Adapter(Planning, abc.ABC):
     #: fits one of the configurations that differ in ``lam`` only and records
     #: the others as the same model (:func:`joker.bench.trials.tuning.run_search`).
     uses_lam: ClassVar[bool] = True
+    #: How the model gets its intercept (``baselines.problem.INTERCEPTS``): "none", "fitted bias" (an
+    #: unregularised b, LIBSVM's), "regularised bias"; stated in every trial's problem.
+    intercept: ClassVar[str] = "none"
+    #: The intercept the option ``fit_intercept=True`` gives, for adapters that have that option (else None).
+    option_intercept: ClassVar[str | None] = None
     #: Modules that :meth:`fit` imports on first use, beyond :attr:`module`: the
     #: harness's preloaded trial starter imports them once for all the trials
     #: of this method (:mod:`joker.bench.trials.zygote`); list only what every

@@ -75,6 +75,7 @@ class IPMLowRankAdapter(Adapter):
     preload_modules = ("joker.ipm",)
     distribution = "joker-bench"
     losses = {"binary": ("hinge",)}
+    option_intercept = "fitted bias"  # fit_intercept: the dual equality y^T a = 0 (unregularised b)
     kernels = ("gaussian", "laplacian")
     devices = ("cpu", "cuda")
     option_defaults = {"n_components": None, "max_components": 1024, "factor": "rff", "fit_intercept": False,

@@ -118,9 +118,11 @@ class JokerAdapter(Adapter):
     intercept_scaling : float, default 1.0
         The constant s of that bias.
     epsilon : float, default 0.1
-        SVR tube half-width (regression only).
+        SVR tube half-width (regression only), in units of the y the adapter is given
+        (through the harness: standard deviations of ``y_train``, ``docs/contracts.md``,
+        "Stated problems").
     delta : float, default 1.0
-        Huber threshold (regression only).
+        Huber threshold (regression only), in the same units.
     odm_theta, odm_upsilon : float or None, default None
         ODM margin parameters (classification only; passed when set).
     solver_options : dict or None, default None
@@ -130,6 +132,7 @@ class JokerAdapter(Adapter):
     module = "joker"
     preload_modules = ("joker.estimators",)
     distribution = "joker-bench"
+    option_intercept = "regularised bias"  # fit_intercept: a constant s^2 added to the kernel
     accepts_sparse = True  # the Joker estimators take scipy.sparse CSR as it is (joker.sparse)
     losses = {"regression": tuple(REGRESSION_LOSSES), "binary": _CLASSIFICATION, "multiclass": _CLASSIFICATION}
     kernels = tuple(KERNELS)

@@ -28,7 +28,9 @@ class LibSVMAdapter(Adapter):
     Options
     -------
     epsilon : float, default 0.1
-        SVR tube half-width (regression only), units of y.
+        SVR tube half-width (regression only), in units of the y the adapter is given (through
+        the harness: the target standardised on the training rows, so standard deviations of
+        ``y_train``; ``docs/contracts.md``, "Stated problems").
     tol : float, default 1e-3
         LIBSVM's stopping tolerance on the maximal KKT violation.
     max_iter : int, default -1
@@ -57,6 +59,7 @@ class LibSVMAdapter(Adapter):
     preload_modules = ("sklearn.svm",)
     distribution = "scikit-learn"
     losses = {"regression": ("epsilon_insensitive",), "binary": ("hinge",), "multiclass": ("hinge",)}
+    intercept = "fitted bias"  # LIBSVM's unpenalised b (LIBSVM guide, eq. 1)
     option_defaults = {"epsilon": 0.1, "tol": 1e-3, "max_iter": -1, "cache_size_mib": None, "shrinking": None}
     option_kinds = {"cache_size_mib": "number", "shrinking": "bool"}
     signal = "LIBSVM iterations (n_iter_) and exit state"

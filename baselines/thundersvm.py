@@ -75,7 +75,9 @@ class ThunderSVMAdapter(Adapter):
     Options
     -------
     epsilon : float, default 0.1
-        SVR tube half-width (regression only), units of y.
+        SVR tube half-width (regression only), in units of the y the adapter is given (through
+        the harness: the target standardised on the training rows, so standard deviations of
+        ``y_train``; ``docs/contracts.md``, "Stated problems").
     tol : float, default 1e-3
         Stopping tolerance of ThunderSVM's SMO (``diff < tol``).
     max_iter : int, default -1
@@ -93,6 +95,7 @@ class ThunderSVMAdapter(Adapter):
     module = "thundersvm"
     distribution = "thundersvm-cpu"
     losses = {"regression": ("epsilon_insensitive",), "binary": ("hinge",)}
+    intercept = "fitted bias"  # LIBSVM's unpenalised b, as ThunderSVM solves the same dual
     option_defaults = {"epsilon": 0.1, "tol": 1e-3, "max_iter": -1, "max_mem_size_mib": None}
     option_kinds = {"max_mem_size_mib": "number"}
     signal = "ThunderSVM SMO maximal KKT violation (diff) and exit state"

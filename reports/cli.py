@@ -36,7 +36,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import anytime, curves, figures, html, published, render, scaling, table, tuned
+from . import anytime, curves, figures, html, problems, published, render, scaling, settings, table, tuned
 from .load import REPO_ROOT, STATUSES, Selection, StoreError, client_for, load_selection
 
 RUN_COLUMNS = ["run_id", "dataset", "budget", "method", "variant", "seed",
@@ -208,7 +208,8 @@ def build_report(tracking_uri: str | None = None, experiment: str | None = None,
                         scaling.fig_scaling(runs, table.dataset_order(runs)), "no size ended ok", echo)
 
     refs = (published.cited(cells), published.other_sizes(cells))
-    tables = _tables(cells, rep.verdict) + tuned_tables + scaling_tables
+    settings_tables = [(settings.TITLE, settings.cell_settings(runs))] if len(runs) else []  # reports/settings.py
+    tables = problems.with_problems(_tables(cells, rep.verdict), runs) + settings_tables + tuned_tables + scaling_tables
     when = _dt.datetime.now().isoformat(timespec="seconds")
     rep.paths = _write(out, sel, rep, tables, failed, refs, when)
     for title, frame in [t for t in tables if t[0] in (VERDICT, METRIC_TITLE)]:  # the verdict, the metric table

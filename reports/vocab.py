@@ -14,7 +14,7 @@ import re
 # INSTALL_HINTS: one-line install command of the optional libraries, for records
 # that carry no ``install_hint`` tag (one list, kept by the adapters' registry).
 from baselines.registry import INSTALL_HINTS  # noqa: F401
-from joker.bench.records.record import STATUSES  # noqa: F401  (trial statuses of the contract, in display order)
+from joker.bench.records.record import SETTINGS_TAGS, STATUSES  # noqa: F401  (trial statuses of the contract, in display order)
 
 #: Tags of the trial record kept as plain columns.
 TAG_KEYS = (
@@ -22,8 +22,9 @@ TAG_KEYS = (
     "config_hash", "seed", "repetition", "primary_metric", "git_commit",
     "git_dirty", "cpu_model", "n_cores", "gpu_name", "threads", "superseded_by",
     "scale", "device", "contended", "contended_reason", "skip_kind",
-    "install_hint", "record_schema", "trivial_model", "trivial_reason",
+    "install_hint", "record_schema", "trivial_model", "trivial_reason", "problem",
     "tuning", "tuning_cell", "tuning.sigma_factor", "tuning.lam", "tuning.n_configs",
+    *SETTINGS_TAGS,  # which settings a trial used (reports/settings.py)
 )
 
 #: Tag "1" / "0" of an ok trial whose model is / is not better than the trivial predictor on the test rows

@@ -128,7 +128,8 @@ def test_contract_record_of_an_ok_trial(failures):
 
     client = MlflowClient(tracking_uri=uri)
     names = {a.path for a in client.list_artifacts(run.info.run_id)}
-    assert names == {"config.yaml", "history.csv", "stderr_tail.txt", "result.json"}
+    # issue 42: an ok trial also keeps its anytime curve and its test predictions
+    assert names == {"config.yaml", "history.csv", "stderr_tail.txt", "result.json", "checkpoints.csv", "predictions.npz"}
     hist = client.get_metric_history(run.info.run_id, "curve_gap")
     assert [(h.step, h.value) for h in sorted(hist, key=lambda h: h.step)] == [(1, 0.5), (2, 0.1)]
     csv = open(client.download_artifacts(run.info.run_id, "history.csv")).read().splitlines()

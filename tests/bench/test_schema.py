@@ -232,7 +232,8 @@ def test_a_scale_the_sweep_lacks_is_named_with_the_sweeps_scales():
 
 @pytest.mark.parametrize("override, message", [
     ("+lamm=1", "unknown key lamm (the keys of the config: budget, dataset, device, method, mlflow, presets, "
-     "repetition, repetitions, rerun, scale, seed, settings, stop_larger_after, sweep, threads, timeout_s, tune, tuning)"),  # lam is dataset.lam
+     "repetition, repetitions, rerun, scale, seed, settings, settings_file, settings_source, stop_larger_after, sweep, "
+     "threads, timeout_s, tune, tuning)"),  # lam is dataset.lam
     ("+method.optoins.M=5", "unknown key method.optoins; did you mean method.options?"),
     ("+budget.host_mb=300", "unknown key budget.host_mb; did you mean budget.host_mib?"),
     ("+mlflow.experimant=x", "unknown key mlflow.experimant; did you mean mlflow.experiment?"),

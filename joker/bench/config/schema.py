@@ -280,6 +280,16 @@ class BenchConfig:
         Wall-clock limit of one trial in seconds (data load included).
     settings : dict
         Sweep-wide per-method settings ``{method: {options: ..., ...}}``.
+    settings_source : str
+        ``untuned`` (default): every trial at the setting the config gives.
+        ``tuned`` (``sweeps/table4.yaml``): an untuned trial whose (dataset,
+        method, budget) has a row in the tuned-settings table of its scale
+        runs at that row's sigma factor, lam and epsilon factor
+        (:mod:`joker.bench.config.settings_table`); a cell without a row runs
+        untuned, and every record says which (tag ``settings_source``).
+        Not read under ``tune=true`` (the search starts from the untuned setting).
+    settings_file : str or None
+        The table; ``None``: ``conf/tuned/<scale>.yaml``.
     presets : dict
         Named blocks a sweep file interpolates from, e.g. per scale
         ``presets.<scale>.datasets`` (a comma-separated list for
@@ -303,6 +313,8 @@ class BenchConfig:
     budget: BudgetConfig = MISSING
     mlflow: MlflowConfig = field(default_factory=MlflowConfig)
     settings: Dict[str, Any] = field(default_factory=dict)
+    settings_source: str = "untuned"
+    settings_file: Optional[str] = None
     presets: Dict[str, Any] = field(default_factory=dict)
 
 

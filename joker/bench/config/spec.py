@@ -40,7 +40,7 @@ __all__ = ["ConfigError", "TASK_METRICS", "TUNING_STAGES", "SPEC_DIGEST_KEY", "T
            "spec_digest"]
 
 #: The stages of a tuned cell a spec may run (:attr:`TrialSpec.tuning`); ``cell`` names the cell's own record.
-TUNING_STAGES = ("search", "final", "cell")
+TUNING_STAGES = ("search", "final", "cell", "settings")
 
 #: Floating-point precisions a method may compute in (those the adapters know the size of).
 DTYPES = tuple(DTYPE_BYTES)
@@ -262,7 +262,10 @@ class TrialSpec:
         it on that part only (``val_*`` metrics; the test rows are never
         scored). A final fit: ``{"stage": "final", "sigma_factor", "lam",
         ...}`` (``lam`` is also the spec's): the ordinary trial at the chosen
-        setting, the bandwidth ``sigma_factor`` times the dataset's.
+        setting, the bandwidth ``sigma_factor`` times the dataset's. A trial
+        at the tuned-settings table's row (``settings_source=tuned``,
+        :mod:`joker.bench.config.settings_table`): ``{"stage": "settings",
+        "sigma_factor"[, "epsilon_factor"]}`` (``lam`` is the spec's).
 
     Raises
     ------

@@ -33,7 +33,7 @@ from baselines.base import MIB
 from ..config.paths import results_dir
 
 __all__ = [
-    "CONTENDED_TAG", "INSTALL_HINT_TAG", "SKIP_KINDS", "SKIP_KIND_TAG", "KEPT_STATUSES", "METRIC_UNITS", "MIB", "RECORD_SCHEMA_VERSION", "RETRIED_STATUSES", "SCHEMA_TAG",
+    "CONTENDED_TAG", "INSTALL_HINT_TAG", "PROBLEM_PARAM_PREFIX", "PROBLEM_TAG", "SKIP_KINDS", "SKIP_KIND_TAG", "KEPT_STATUSES", "METRIC_UNITS", "MIB", "RECORD_SCHEMA_VERSION", "RETRIED_STATUSES", "SCHEMA_TAG",
     "STATUSES", "default_tracking_uri", "schema_of",
 ]
 
@@ -58,6 +58,12 @@ SKIP_KIND_TAG = "skip_kind"
 SKIP_KINDS = ("not_installed", "unsupported", "budget", "ended_smaller")
 #: Tag with the one-line install command of a ``not_installed`` method.
 INSTALL_HINT_TAG = "install_hint"
+#: Tag with the trial's stated problem in one line (loss, regulariser, intercept, kernel, model, dtype,
+#: device: ``baselines.problem.problem_text``; docs/contracts.md, "Stated problems").
+PROBLEM_TAG = "problem"
+#: Prefix of the params that state the problem one field each (``problem.loss``, ``problem.intercept``,
+#: ``problem.target``, ...: ``baselines.problem.stated_problem``).
+PROBLEM_PARAM_PREFIX = "problem."
 
 #: Metric name -> unit, for every metric a trial run may carry (absent when not measured).
 METRIC_UNITS = {
@@ -102,3 +108,10 @@ def schema_of(tags: dict[str, str]) -> int:
         return int(value)
     except ValueError:
         raise ValueError(f"tag {SCHEMA_TAG} must be an integer, got {value!r}") from None
+
+
+#: Tags a trial's record carries about the settings it used: ``settings_source`` (``tuned`` or
+#: ``untuned (<why>)``), the table's file, version and sha256, the row's tuned final fit and its
+#: validation metric (:func:`joker.bench.config.settings_table.apply_settings`, ``docs/benchmark/tuning.md``).
+SETTINGS_TAGS = ("settings_source", "settings_file", "settings_version", "settings_sha256",
+                 "settings_row_run", "settings_row_val")

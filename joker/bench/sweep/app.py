@@ -87,7 +87,9 @@ def run_job(cfg: Any, progress: bool | None = None) -> dict[str, Any]:
         The trial summary (method, dataset, status, reason, metric, value,
         fit_seconds, peak_rss_mib, run_id, config_hash, cached).
     """
-    spec = resolve_trial(cfg)
+    from ..config.settings_table import settings_for
+
+    spec, settings_tags = settings_for(cfg, resolve_trial(cfg))  # the tuned-settings table's row, if any
     chash = config_hash(spec)
     ctx = _hydra_context()
     store, state = _open_store(cfg, ctx)
@@ -96,24 +98,36 @@ def run_job(cfg: Any, progress: bool | None = None) -> dict[str, Any]:
     if ctx["multirun"]:
         label = f"#{ctx['job_num'] + 1}/{total or '?'} {label}"
 
+    if cfg.get("settings_source") == "tuned":  # what the table gave this cell, never silently
+        print(f"settings: {label}: {settings_tags['settings_source']}", flush=True)
     if cfg.tune:  # search on a validation split, select, refit (joker/bench/sweep/tuned.py)
         resolve_tuning(cfg, spec)  # a bad grid or split value stops the job before its untuned trial runs
         if cfg.tuning.untuned:  # the cell's ordinary trial too (cached when a plain sweep ran it): the untuned tables
             print("untuned: " + summ.format_line(_run_plain(cfg, spec, chash, ctx, store, state, f"{label} (untuned)",
-                                                            progress, ctx["output_dir"] / "trial" / "untuned"),
+                                                            progress, ctx["output_dir"] / "trial" / "untuned",
+                                                            settings_tags),
                                                  None, None), flush=True)
         return _finish(ctx, run_cell(cfg, spec, store, state, ctx, label, progress), state)
     return _finish(ctx, _run_plain(cfg, spec, chash, ctx, store, state, label, progress,
-                                   ctx["output_dir"] / "trial"), state)
+                                   ctx["output_dir"] / "trial", settings_tags), state)
 
 
 def _run_plain(cfg: Any, spec: TrialSpec, chash: str, ctx: dict[str, Any], store: Store,
-               state: dict[str, Any] | None, label: str, progress: bool | None, workdir: Path) -> dict[str, Any]:
-    """One ordinary trial: its finished record (resume), else run in a fresh process and recorded."""
+               state: dict[str, Any] | None, label: str, progress: bool | None, workdir: Path,
+               settings_tags: dict[str, str] | None = None) -> dict[str, Any]:
+    """One ordinary trial: its finished record (resume), else run in a fresh process and recorded.
+
+    ``settings_tags`` (:func:`joker.bench.config.settings_table.apply_settings`) go
+    into the record; a cached record gets them too (the same spec: they say
+    which settings this sweep's cell used).
+    """
     retry_failed = False
     if not cfg.rerun:
         found = store.find_finished(chash)
         if found is not None and found.data.tags.get("status") not in RETRIED_STATUSES:
+            for key, value in (settings_tags or {}).items():
+                if found.data.tags.get(key) != value:
+                    store.client.set_tag(found.info.run_id, key, value)
             t = found.data.tags
             return trial_summary(spec, chash, t.get("status", "?"), t.get("reason", ""), found.data.metrics,
                             found.info.run_id, cached=True, contended=t.get("contended_reason", "")
@@ -129,13 +143,13 @@ def _run_plain(cfg: Any, spec: TrialSpec, chash: str, ctx: dict[str, Any], store
         verdict = {"status": "skipped", "reason": ended}
         out = Outcome(result={"status": "skipped", "reason": ended, "skip_kind": "ended_smaller", "metrics": {}})
         return record_trial(store, state.get("parent_run_id") if state else None, spec, chash, out, verdict, workdir,
-                       (start_ms, start_ms), supersede=bool(cfg.rerun) or retry_failed)
+                       (start_ms, start_ms), supersede=bool(cfg.rerun) or retry_failed, extra_tags=settings_tags)
     out = execute_trial(spec, workdir, label, progress)
     end_ms = int(time.time() * 1000)
     verdict = classify(out, spec.budget.host_bytes, spec.budget.gpu_bytes)
     verdict = slurm_verdict(verdict, out.signal, bool(out.killed_for))  # scancel, time limit
     return record_trial(store, state.get("parent_run_id") if state else None, spec, chash, out, verdict, workdir,
-                   (start_ms, end_ms), supersede=bool(cfg.rerun) or retry_failed)
+                   (start_ms, end_ms), supersede=bool(cfg.rerun) or retry_failed, extra_tags=settings_tags)
 
 
 def _ended_smaller(cfg: Any, spec: TrialSpec, store: Store) -> str | None:
@@ -211,7 +225,9 @@ def record_lost_trial(
     state = read_sweep_state(sweep_dir)
     if not state:
         raise RuntimeError(f"no sweep state in {sweep_dir}: cannot record job {job_num}")
-    spec = resolve_trial(cfg)
+    from ..config.settings_table import settings_for
+
+    spec, settings_tags = settings_for(cfg, resolve_trial(cfg))  # the job's spec, as run_job made it
     chash = config_hash(spec)
     workdir = Path(job_dir) / "trial"
     workdir.mkdir(parents=True, exist_ok=True)
@@ -220,7 +236,7 @@ def record_lost_trial(
     now_ms = int(time.time() * 1000)
     store = Store(state["tracking_uri"], state["experiment_id"])
     s = record_trial(store, state.get("parent_run_id"), spec, chash, out, verdict, workdir,
-                (now_ms, now_ms), supersede=True)
+                (now_ms, now_ms), supersede=True, extra_tags=settings_tags)
     ctx = {"multirun": True, "sweep_dir": Path(sweep_dir), "job_num": job_num}
     return _finish(ctx, s, state)
 

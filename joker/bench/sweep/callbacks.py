@@ -100,6 +100,9 @@ def check_config(config: DictConfig) -> None:
     try:
         if not _path_swept(config):
             spec = resolve_trial(config)
+            from ..config.settings_table import settings_for
+
+            settings_for(config, spec)  # settings_source and the tuned-settings table: a bad one before any trial
             if config.get("tune"):  # the grid and split too: a bad tuning value before any trial
                 resolve_tuning(config, spec)
         check_tracking_uri(resolve_uri(config.mlflow.tracking_uri))

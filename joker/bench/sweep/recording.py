@@ -16,6 +16,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from baselines.problem import problem_text
+
 from . import summary as summ
 from ..config.schema import flatten
 from ..config.spec import SPEC_DIGEST_KEY, TrialSpec, spec_digest
@@ -23,8 +25,8 @@ from ..measure.gpumem import GpuMemory
 from ..measure.meters import Limits
 from ..records.identity import code_version
 from ..records.provenance import git_info, hardware_tags, versions
-from ..records.record import (CONTENDED_TAG, INSTALL_HINT_TAG, METRIC_UNITS, MIB, RECORD_SCHEMA_VERSION, SCHEMA_TAG,
-                              SKIP_KIND_TAG)
+from ..records.record import (CONTENDED_TAG, INSTALL_HINT_TAG, METRIC_UNITS, MIB, PROBLEM_PARAM_PREFIX, PROBLEM_TAG,
+                              RECORD_SCHEMA_VERSION, SCHEMA_TAG, SKIP_KIND_TAG)
 from ..records.tracking import Store, history_curves, write_history_csv
 from ..trials.runner import Outcome, preload_key, run_trial
 
@@ -136,14 +138,19 @@ def build_record(spec: TrialSpec, chash: str, out: Outcome, verdict: dict[str, s
     """
     res = out.result or {}
     plan = res.get("plan") or out.progress.get("plan") or {}  # killed trials: the plan progress.json kept
+    problem = res.get("problem") or out.progress.get("problem") or {}
     params = flatten({k: v for k, v in spec.to_dict().items() if k != "sweep"})
     params.update({f"plan.{k}": v for k, v in flatten(plan).items()})
+    params.update({f"{PROBLEM_PARAM_PREFIX}{k}": v for k, v in problem.items()})
     for key in ("sigma_value", "epsilon_value"):  # the bandwidth (and a tuned SVR's tube) actually used
         if res.get(key) is not None:
             params[key] = res[key]
+    tags = _record_tags(spec, chash, res, verdict)
+    if problem:  # docs/contracts.md, "Stated problems": the one line the report shows beside the numbers
+        tags[PROBLEM_TAG] = problem_text(problem)
     return {
         "params": params, "metrics": _measured_metrics(res, out, ran=did_run(verdict["status"], res)),
-        "tags": _record_tags(spec, chash, res, verdict),
+        "tags": tags,
         "history": (res.get("convergence") or {}).get("history") or [], "result": res,
     }
 

@@ -12,7 +12,9 @@ Steps (``progress.json`` beside RESULT_JSON names the phase reached)::
     load     the data (untimed), supports(task, n_classes) -> skipped
     warmup   bandwidth (median heuristic if asked, cached), a small untimed fit
              then adapter.plan(budget, n, d), kept in progress.json too
-    fit      adapter.fit(X, y)          (timed; CPU window; memory region starts)
+    fit      adapter.fit(X, y)          (timed; CPU window; memory region starts); a regression
+             target standardised on the training rows first (trials/target.py), the
+             predictions mapped back after predict; the stated problem recorded (res["problem"])
     predict  adapter.predict(X_test)    (timed; memory region ends: fit_rss_mib); with the
              contract's own predict, one decision_function pass gives the labels and the scores
     metrics  test metrics (from those scores), convergence(), describe()
@@ -34,6 +36,7 @@ from typing import Any, Callable
 import numpy as np
 
 from baselines.base import Adapter, AdapterError, Budget, DivergedError
+from baselines.problem import stated_problem
 from baselines.registry import INSTALL_HINTS, get_adapter
 from baselines.registry import load_object as registry_load_object
 from baselines.threads import limit_threads
@@ -45,6 +48,7 @@ from ..measure.fitmem import FitMemory, freeze_survivors, release_free_memory, r
 from ..config.paths import repo_root
 from ..records.record import MIB
 from .sigma_cache import median_sigma_cached
+from .target import TargetScale
 from ..config.spec import TrialSpec
 
 WARMUP_ROWS = 256
@@ -336,7 +340,9 @@ def epsilon_for(spec: TrialSpec, cls: type[Adapter], factor: float | None) -> fl
     Returns
     -------
     float or None
-        The width in target units, or ``None`` when ``factor`` is ``None``.
+        The width in standardised target units (the harness fits every regression method on the
+        target standardised on its training rows, :mod:`joker.bench.trials.target`: ``epsilon * std``
+        in the target's unit), or ``None`` when ``factor`` is ``None``.
     """
     if factor is None:
         return None
@@ -354,7 +360,8 @@ def _warm_up(spec: TrialSpec, cls: type[Adapter], ds: Any, kwargs: dict[str, Any
         rows = warmup_rows(ds.y_train, spec.dataset.task, WARMUP_ROWS)
         w = cls(**kwargs)
         w.plan(make_budget(spec, rss_bytes()[0]), len(rows), ds.X_train.shape[1])
-        w.fit(ds.X_train[rows], ds.y_train[rows])
+        y = ds.y_train[rows]
+        w.fit(ds.X_train[rows], TargetScale.of(y).forward(y) if spec.dataset.task == "regression" else y)
         w.predict(ds.X_test[:WARMUP_TEST_ROWS])
     except Exception as exc:  # the timed fit will tell; keep the note
         res["warmup_error"] = f"{type(exc).__name__}: {exc}"
@@ -506,6 +513,8 @@ def _fit_and_predict(spec: TrialSpec, adapter: Adapter, ds: Any, progress: Progr
     contended flag (:class:`joker.bench.measure.contention.CpuWindow`).
     """
     m = res["metrics"]
+    scale = TargetScale.of(ds.y_train) if spec.dataset.task == "regression" else None
+    y_fit = ds.y_train if scale is None else scale.forward(ds.y_train)  # docs/contracts.md, "Stated problems"
     release_free_memory()  # what the process holds, not heap pages the pre-fit work freed
     budget = make_budget(spec, rss_bytes()[0], spec.timeout_s - progress.elapsed())
     res["fit_budget"] = {"name": budget.name, "host_bytes": budget.host_bytes, "gpu_bytes": budget.gpu_bytes,
@@ -514,11 +523,13 @@ def _fit_and_predict(spec: TrialSpec, adapter: Adapter, ds: Any, progress: Progr
         res["plan"] = dict(adapter.plan(budget, *ds.X_train.shape))
     except AdapterError as exc:  # the budget cannot hold the smallest setting, or the time its stated work
         raise _Failed("over_budget", str(exc), skip_kind="budget") from None
-    progress.note(plan=res["plan"])
+    finally:  # the problem is stated even when the plan is refused
+        res["problem"] = stated_problem(adapter, None if scale is None else scale.record())
+    progress.note(plan=res["plan"], problem=res["problem"])
     window = CpuWindow(spec.threads)
     meter = FitMemory()
     search = bool(spec.tuning and spec.tuning.get("stage") == "search")  # a tuned cell's search: validation rows
-    recorder = None if search else _recorder(spec, adapter, ds, (window, meter))  # its test copy: before the baseline
+    recorder = None if search else _recorder(spec, adapter, ds, (window, meter), scale)  # its test copy: before the baseline
     meter.start()
     m["baseline_rss_mib"] = meter.baseline / MIB
     progress("fit")
@@ -526,7 +537,7 @@ def _fit_and_predict(spec: TrialSpec, adapter: Adapter, ds: Any, progress: Progr
     if recorder is not None:
         recorder.start()
     try:
-        _, wall = _timed(adapter.fit, ds.X_train, ds.y_train)
+        _, wall = _timed(adapter.fit, ds.X_train, y_fit)
     finally:
         adapter.checkpoint_hook = None
     paused = recorder.paused if recorder is not None else 0.0
@@ -536,6 +547,8 @@ def _fit_and_predict(spec: TrialSpec, adapter: Adapter, ds: Any, progress: Progr
     _record_cpu(window.stop(), res)
     progress("predict")
     (y_pred, scores), m["predict_seconds"] = _timed(predict_and_scores, adapter, ds.X_test)
+    if scale is not None:  # back in the target's unit: every regression metric is
+        y_pred, scores = scale.inverse(y_pred), None
     used = meter.stop()
     m["fit_rss_mib"] = used.fit_bytes / MIB
     res["fit_memory_method"] = used.method
@@ -551,16 +564,21 @@ def _fit_and_predict(spec: TrialSpec, adapter: Adapter, ds: Any, progress: Progr
             _finish_checkpoints(recorder, progress.path.parent, res, final=scored)
 
 
-def _recorder(spec: TrialSpec, adapter: Adapter, ds: Any, meters: tuple) -> Any:
+def _recorder(spec: TrialSpec, adapter: Adapter, ds: Any, meters: tuple, scale: TargetScale | None = None) -> Any:
     """The anytime-checkpoint hook of this fit (:mod:`joker.bench.trials.checkpoints`), installed on ``adapter``.
 
-    ``meters`` (the CPU window, the memory meter) are paused while a checkpoint is scored.
+    ``meters`` (the CPU window, the memory meter) are paused while a checkpoint is scored. ``scale``: the
+    regression target's standardisation; each checkpoint's decision values are mapped back to the
+    target's unit before they are scored, as the final predictions are.
     """
     from .checkpoints import CheckpointRecorder
 
     classes = None if spec.dataset.task == "regression" else np.unique(ds.y_train)
     recorder = CheckpointRecorder(adapter, ds.X_test, ds.y_test, spec.dataset.task, classes, meters)
-    adapter.checkpoint_hook = recorder
+    if scale is None:
+        adapter.checkpoint_hook = recorder
+    else:
+        adapter.checkpoint_hook = lambda decision, progress: recorder(lambda X: scale.inverse(decision(X)), progress)
     return recorder
 
 

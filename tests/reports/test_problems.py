@@ -1,0 +1,60 @@
+"""The report's problem table (issue 40, "Stated problems"): the text per (dataset, method) from the runs'
+``problem.*`` params, and the flag when the columns of one dataset solve different problems."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from baselines.problem import problem_text, stated_problem
+from baselines.registry import get_adapter
+from reports import problems
+
+
+def _run(dataset, method, task, loss, plan, target, **options):
+    """A runs-frame row as reports.load builds it from a record the harness wrote (stated_problem's output)."""
+    adapter = get_adapter(method, task=task, loss=loss, sigma=2.0, lam=1.0, dtype="float32", **options)
+    adapter.plan_ = plan
+    p = stated_problem(adapter, target)
+    return {"dataset": dataset, "method": method, "problem": problem_text(p),
+            **{f"params.problem.{k}": v for k, v in p.items()}}
+
+
+TARGET = {"transform": "standardised", "mean": 1.09, "std": 1.06}
+
+
+def _runs():
+    return pd.DataFrame([
+        _run("hepc", "joker-exact", "regression", "squared", {"block_size": 256}, TARGET),
+        _run("hepc", "falkon", "regression", "squared", {"M": 98}, TARGET),
+        _run("hepc", "libsvm", "regression", "epsilon_insensitive", {"cache_size_mib": 100}, TARGET),
+        _run("a9a", "joker-exact", "binary", "hinge", {"block_size": 256}, None),
+        _run("a9a", "libsvm", "binary", "hinge", {"cache_size_mib": 100}, None),
+    ])
+
+
+def test_each_column_names_its_problem_and_the_differences_are_flagged():
+    table = problems.problem_table(_runs(), ["joker-exact", "falkon", "libsvm"])
+    hepc = table.set_index("dataset").loc["hepc"]
+    assert hepc["joker-exact"] == "KRR (squared); centred target; exact kernel; float32, cpu"
+    assert hepc["falkon"] == "KRR (squared); centred target; Nystrom, M = 98; float32, cpu"
+    assert hepc["libsvm"] == ("SVR (epsilon_insensitive, epsilon 0.1 (standardised units)); "
+                              "fitted bias (on the centred target); exact kernel; float32, cpu")
+    assert hepc["same problem?"] == "no: KRR (falkon, joker-exact); SVR (libsvm)"
+    a9a = table.set_index("dataset").loc["a9a"]
+    assert a9a["falkon"] == "" and a9a["same problem?"] == "yes: L1-SVC"
+    assert a9a["joker-exact"].startswith("L1-SVC (hinge); none;") and "fitted bias" in a9a["libsvm"]
+
+
+def test_runs_without_a_stated_problem_say_so_and_the_table_sits_after_the_metric():
+    old = pd.DataFrame([{"dataset": "hepc", "method": "falkon"}])
+    texts = problems.problem_texts(old)
+    assert texts["problem"].tolist() == [problems.NOT_RECORDED]
+    tables = [("Datasets", pd.DataFrame()), ("Table 4: test metric (✓ converged)", pd.DataFrame()),
+              ("Table 4: training time", pd.DataFrame())]
+    titles = [t for t, _ in problems.with_problems(tables, _runs())]
+    assert titles == ["Datasets", "Table 4: test metric (✓ converged)", problems.TITLE, "Table 4: training time"]
+
+
+def test_the_report_shows_the_problem_table(fake_report):
+    md = fake_report.paths["markdown"].read_text()
+    assert f"## {problems.TITLE}" in md and problems.NOT_RECORDED in md   # the fake store predates the field
