@@ -11,8 +11,10 @@ loss), ``GaussianKernel(sigma)`` uses the benchmark's sigma as is
 Memory (``plan``), CPU: the largest ``M`` whose M x M preconditioner
 (about ``2 * M^2`` elements: the Cholesky factor and its workspace) plus
 the centres fit the budget next to the data, capped by ``n`` and the
-``max_M`` option; what is left goes to Falkon as ``max_cpu_mem``, the
-bound Falkon uses to size its kernel blocks. GPU: :func:`falkon_gpu_plan`
+``max_M`` option; Falkon's ``max_cpu_mem`` (the bound it sizes its
+kernel blocks by) is what is left, at most ``max_block_mib`` (16 MiB:
+larger blocks are page-faulted in afresh on every CG iteration,
+:data:`MAX_BLOCK_MIB`). GPU: :func:`falkon_gpu_plan`
 (the preconditioner takes at most half of the GPU budget, Falkon's
 ``max_gpu_mem`` is three quarters of it; ``docs/contracts.md``, "GPU plans
 of the adapters"). The paper-scale sweep runs Falkon in float32 on the GPU
@@ -21,7 +23,9 @@ M x M kernel in float64 (Falkon's default ``no_single_kernel=True``) and
 the divergence check below.
 
 Convergence: training error after every CG iteration through Falkon's
-``error_fn`` / ``error_every`` callback. Falkon runs a fixed number of CG
+``error_fn`` / ``error_every`` callback, on at most ``CHECK_ROWS``
+training rows (:func:`check_subset`; on all of them the callback was a
+second kernel pass per iteration). Falkon runs a fixed number of CG
 iterations and gives no certificate, so ``converged`` is a plateau test on
 that curve. Divergence: in float32 on CPU Falkon silently diverged on HEPC
 and Skin at median-heuristic bandwidths (``docs/anchors.md``), so the
@@ -37,13 +41,23 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .base import MIB, Adapter, Budget, capture_output, relative_plateau, torch_threads
+from .base import CHECK_ROWS, MIB, Adapter, Budget, capture_output, relative_plateau, torch_threads
 from .conventions import falkon_penalty
 
-__all__ = ["FalkonAdapter", "FalkonFamily", "falkon_error_fn", "falkon_gpu_plan", "largest_m"]
+__all__ = ["FalkonAdapter", "FalkonFamily", "check_subset", "falkon_error_fn", "falkon_gpu_plan", "largest_m",
+           "mean_logistic_loss", "score_rmse"]
 
 #: Smallest kernel-block memory left to Falkon, in bytes.
 MIN_BLOCK_BYTES = 16 * MIB
+#: Default of the option ``max_block_mib``: the most host memory Falkon's CPU kernel blocks get
+#: (``FalkonOptions.max_cpu_mem``). Falkon sizes its ``n x M`` block to fill ``max_cpu_mem`` and allocates it
+#: afresh (``torch.empty`` + ``fill_(0)``, ``falkon/mmv_ops/fmmv.py`` ``mmv_run_thread`` / ``dmmv_run_thread``) on
+#: every kernel-vector product. A block above glibc's largest mmap threshold (32 MiB) is a fresh mapping each
+#: time, page-faulted in on every CG iteration: profiled on 200,000 HEPC rows, M = 256, float64, with the
+#: budget's 3 GiB as blocks ``fill_`` took 8.5 s of a 27 s fit and the process 12 s of system time; on
+#: 100,000 rows the kernel work (addmm, exp, fill) took 8.8 s at 16 MiB against 16.7 s at 64 MiB
+#: (docs/contracts.md, "Falkon"). 8 MiB is below what Falkon's block sizing accepts.
+MAX_BLOCK_MIB = 16
 #: Share of the GPU budget passed to Falkon as ``max_gpu_mem`` (the rest: allocator rounding,
 #: tensors Falkon allocates outside its own accounting; the allocator is capped at the budget).
 GPU_WORK_SHARE = 0.75
@@ -166,6 +180,44 @@ def falkon_error_fn(task: str) -> tuple[Callable[[Any, Any], float], str]:
     return (lambda t, p: float((p.argmax(dim=1) != t.argmax(dim=1)).double().mean())), "error_rate"
 
 
+def score_rmse(t: Any, p: Any) -> float:
+    """RMSE of the scores ``p`` against the targets ``t`` (torch tensors; -1/+1 targets for classification).
+
+    The square root of the mean squared loss Falkon minimises (plus its
+    penalty): a continuous quantity, unlike an error rate, which moves in
+    steps of ``1 / rows`` and so never passes a relative plateau test of
+    ``1e-3`` on a few thousand rows.
+    """
+    return float(((t - p) ** 2).mean().sqrt())
+
+
+def mean_logistic_loss(t: Any, p: Any) -> float:
+    """Mean logistic loss ``log(1 + exp(-t p))`` of scores ``p`` against -1/+1 targets ``t`` (torch tensors).
+
+    The data term of LogisticFalkon's objective (``falkon.gsc_losses.LogisticLoss``),
+    computed stably as ``softplus(-t p)``.
+    """
+    import torch
+
+    return float(torch.nn.functional.softplus(-(t * p).double()).mean())
+
+
+def check_subset(X: np.ndarray, target: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """At most ``CHECK_ROWS`` training rows (seeded, in order) on which the per-iteration callback scores the model.
+
+    Falkon's callback otherwise predicts on every training row after each
+    CG iteration: a second ``n x M`` kernel pass per iteration, as much as
+    the iteration itself (profiled on 200,000 HEPC rows: 11.6 s of
+    predictions in a 27 s fit). Falkon scores the ``Xts, Yts`` it is given
+    instead (``falkon/models/model_utils.py``, ``_get_callback_fn``).
+    """
+    n = X.shape[0]
+    if n <= CHECK_ROWS:
+        return X, target
+    rows = np.sort(np.random.default_rng(seed).choice(n, CHECK_ROWS, replace=False))
+    return np.ascontiguousarray(X[rows]), target[rows]
+
+
 class FalkonFamily(Adapter):
     """What Falkon and LogisticFalkon share: options, plan, threads, prediction."""
 
@@ -181,11 +233,13 @@ class FalkonFamily(Adapter):
         "large_n_max_M": 4096,
         "keops": None,
         "error_every": 1,
+        "max_block_mib": MAX_BLOCK_MIB,
+        "pc_epsilon_32": None,
         "plateau_rtol": 1e-3,
         "rise_tol": 0.05,
         "check_divergence": True,
     }
-    option_kinds = {"M": "int", "keops": "str"}
+    option_kinds = {"M": "int", "keops": "str", "pc_epsilon_32": "number"}
 
     def _plan(self, budget: Budget, n: int, d: int) -> dict[str, Any]:
         if self.on_gpu:
@@ -218,11 +272,11 @@ class FalkonFamily(Adapter):
                 why = timed["time_reason"] + "; memory: " + why
             why += self._sqrt_n_note(n, M, allowed, timed)
         pc_bytes = dsz * (2 * M * M + M * (d + 4))
-        block = max(MIN_BLOCK_BYTES, budget.host_bytes - data - pc_bytes)
+        block = max(MIN_BLOCK_BYTES, min(budget.host_bytes - data - pc_bytes, int(self.options["max_block_mib"] * MIB)))
         return {"M": M, "pc_bytes": int(pc_bytes), "est_bytes": int(data + pc_bytes + block),
                 "max_cpu_mem": int(block), "plan_reason": why, **timed}
 
-    positive_int_options = ("max_M", "large_n", "large_n_max_M")
+    positive_int_options = ("max_M", "large_n", "large_n_max_M", "max_block_mib")
 
     @staticmethod
     def _sqrt_n_note(n: int, M: int, allowed: int, timed: dict[str, Any]) -> str:
@@ -284,6 +338,8 @@ class FalkonFamily(Adapter):
             keops_active=keops,
             max_cpu_mem=float(self.plan_["max_cpu_mem"]),
         )
+        if self.options["pc_epsilon_32"] is not None:
+            kwargs["pc_epsilon_32"] = float(self.options["pc_epsilon_32"])
         if self.on_gpu:  # otherwise small problems silently run on the CPU
             kwargs.update(max_gpu_mem=float(self.plan_["max_gpu_mem"]), min_cuda_pc_size_32=0,
                           min_cuda_pc_size_64=0, min_cuda_iter_size_32=0, min_cuda_iter_size_64=0)
@@ -331,8 +387,9 @@ class FalkonFamily(Adapter):
             return None, "fewer than two error evaluations (error_every)"
         change = abs(errors[-1] - errors[-2]) / max(abs(errors[-2]), 1e-12)
         word = "plateaued" if converged else "still moving"
-        return converged, (f"training {key} {word}: relative change {change:.2e} in the last step "
-                           f"(rtol {self.options['plateau_rtol']}; a plateau test, Falkon has no certificate)")
+        return converged, (f"training {key} (<= {CHECK_ROWS} training rows) {word}: relative change {change:.2e} "
+                           f"in the last step (rtol {self.options['plateau_rtol']}; a plateau test, Falkon has no "
+                           f"certificate)")
 
 
     def _fit_upstream(self, model: Any, holder: dict, metric: str, X: np.ndarray, target: np.ndarray) -> None:
@@ -347,14 +404,22 @@ class FalkonFamily(Adapter):
             Name of the training-error metric of the callback.
         X : ndarray of shape (n_samples, n_features)
         target : ndarray of shape (n_samples,)
+
+        Notes
+        -----
+        The callback scores at most ``CHECK_ROWS`` training rows
+        (:func:`check_subset`, passed to Falkon as its ``Xts, Yts``), never
+        test rows.
         """
         import torch
 
         holder["model"] = model
         self._metric = metric
+        Xc, tc = check_subset(X, target, self.seed)
         with torch_threads(self.n_threads), capture_output() as lines:
             self._upstream_log = lines
-            model.fit(torch.from_numpy(X), torch.from_numpy(self._targets(target)))
+            model.fit(torch.from_numpy(X), torch.from_numpy(self._targets(target)),
+                      torch.from_numpy(Xc), torch.from_numpy(self._targets(tc)))
         self.model_ = model
 
 
@@ -380,7 +445,17 @@ class FalkonAdapter(FalkonFamily):
     maxiter : int, default 20
         CG iterations (Falkon's default).
     keops : {None, "no", "auto", "force"}, default None
-        Falkon's ``keops_active``; None: "no" on CPU, "auto" on GPU.
+        Falkon's ``keops_active``; None: "no" on CPU (KeOps's CPU backend
+        compiled for minutes and then ran a CG iteration 2.6x slower than
+        Falkon's blocked torch kernels: 20,000 HEPC rows, M = 256, float64),
+        "auto" on GPU.
+    max_block_mib : int, default 16
+        On the CPU, the most memory of Falkon's kernel blocks
+        (``max_cpu_mem``), MiB; :data:`MAX_BLOCK_MIB`.
+    pc_epsilon_32 : float or None, default None
+        Falkon's ``pc_epsilon_32`` (jitter of the float32 preconditioner's
+        Cholesky); None: Falkon's default (1e-5; its benchmark runner uses
+        1e-6).
     error_every : int or None, default 1
         Evaluate the training error every this many CG iterations (None:
         never; the divergence check still runs after the fit).
@@ -410,7 +485,10 @@ class FalkonAdapter(FalkonFamily):
         def error_fn(t: Any, p: Any) -> tuple[float, str]:
             value = error(t, p)
             times = holder["model"].fit_times_
-            history.append({"iteration": len(times) - 1, "seconds": float(times[-1]), metric: value})
+            point = {"iteration": len(times) - 1, "seconds": float(times[-1]), metric: value}
+            if metric != "rmse":  # classification: also the squared loss's RMSE, the curve the plateau test reads
+                point["rmse"] = score_rmse(t, p)
+            history.append(point)
             if self.checkpoint_hook is not None:  # this CG iterate on the test rows (issue 42)
                 decision = iterate_decision(self.task, holder["model"], sys._getframe(1))
                 if decision is not None:
@@ -453,6 +531,6 @@ class FalkonAdapter(FalkonFamily):
         if done is not None and done < maxiter:
             return {**info, "converged": True, "n_iter": done + 1,
                     "reason": f"CG residual below Falkon's cg_tolerance at iteration {done + 1} of maxiter={maxiter}"}
-        converged, reason = self._plateau(self._metric)
+        converged, reason = self._plateau("rmse")
         return {**info, "converged": converged, "n_iter": done,
                 "reason": f"ran maxiter={maxiter} CG iterations; " + reason}
