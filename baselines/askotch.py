@@ -49,15 +49,15 @@ the first fit of a new ``d`` pays it.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import time
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
 from .base import Adapter, Budget, capture_output, torch_threads
 from .conventions import askotch_lambd
+from .epochwise import torch_default_dtype  # ASkotch reads torch's default dtype
 
 __all__ = ["ASkotchAdapter", "askotch_plan"]
 
@@ -97,19 +97,6 @@ def askotch_plan(n: int, d: int, dtype_bytes: int, block_size: int | None = None
     r = max(1, min(int(rank), b))
     est = dtype_bytes * (n * d + 8 * n + b * d + 4 * b * r + r * r)
     return {"block_size": int(b), "rank": int(r), "est_bytes": int(est)}
-
-
-@contextlib.contextmanager
-def _default_dtype(dtype: Any) -> Iterator[None]:
-    """``torch.set_default_dtype(dtype)`` for a block, restored afterwards (ASkotch reads the default)."""
-    import torch
-
-    before = torch.get_default_dtype()
-    torch.set_default_dtype(dtype)
-    try:
-        yield
-    finally:
-        torch.set_default_dtype(before)
 
 
 class ASkotchAdapter(Adapter):
@@ -208,7 +195,7 @@ class ASkotchAdapter(Adapter):
         self._steps = 0
         forked = [dev.index or 0] if dev.type == "cuda" else []
         t0 = time.perf_counter()
-        with torch_threads(self.n_threads), capture_output() as lines, _default_dtype(tdtype), \
+        with torch_threads(self.n_threads), capture_output() as lines, torch_default_dtype(tdtype), \
                 torch.random.fork_rng(devices=forked):
             self._upstream_log = lines
             torch.manual_seed(self.seed)

@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 #: Roles of the harness, lowest first: a module may import its own
 #: sub-package and the ones before it, never one after it. ``atomic`` and
-#: ``methods`` (top-level modules of joker/bench) are below every role;
+#: ``methods`` and ``csvrows`` (top-level modules of joker/bench) are below every role;
 #: ``joker.bench.__main__`` is above them all.
 HARNESS_LAYERS = ("config", "records", "measure", "trials", "sweep")
 
@@ -94,7 +94,7 @@ def _harness_role(mod: str):
     parts = mod.split(".")
     if len(parts) > 2 and parts[2] in HARNESS_LAYERS:
         return HARNESS_LAYERS.index(parts[2])
-    if len(parts) > 2 and parts[2] in ("atomic", "methods"):
+    if len(parts) > 2 and parts[2] in ("atomic", "methods", "csvrows"):
         return -1
     return len(HARNESS_LAYERS)  # joker.bench, joker.bench.__main__
 

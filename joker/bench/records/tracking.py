@@ -17,7 +17,6 @@ fail on "database is locked".
 
 from __future__ import annotations
 
-import csv
 import logging
 import math
 import random
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, TypeVar
 
 from ..config.paths import results_dir
+from ..csvrows import write_rows_csv
 from .record import RECORD_SCHEMA_VERSION, default_tracking_uri, schema_of
 from .redact import protect
 from .store_guard import check_not_half_migrated, check_tracking_uri, local_store_path, open_error, store_lock
@@ -426,17 +426,7 @@ def write_history_csv(history: list[dict[str, Any]], path: Path) -> bool:
         False when the history is empty (no file written).
     """
     rows = [_flat(h) for h in history or [] if isinstance(h, dict)]
-    if not rows:
-        return False
-    keys: list[str] = [c for c in HISTORY_COLUMNS if any(c in r for r in rows)]
-    for r in rows:
-        keys.extend(k for k in r if k not in keys)
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=keys, extrasaction="ignore")
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: r.get(k, "") for k in keys})
-    return True
+    return write_rows_csv(rows, path, HISTORY_COLUMNS)
 
 
 def history_curves(history: list[dict[str, Any]], start_ms: int) -> dict[str, list[tuple]]:

@@ -29,7 +29,6 @@ logs it as an artifact of the trial's MLflow run.
 
 from __future__ import annotations
 
-import csv
 import math
 import sys
 import time
@@ -39,6 +38,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import scoring
+from ..csvrows import write_rows_csv
 
 __all__ = ["CheckpointRecorder", "MAX_POINTS", "MAX_TEST_ROWS", "RATIO", "due_indices", "write_csv"]
 
@@ -170,17 +170,7 @@ class CheckpointRecorder:
 
 def write_csv(rows: list[dict[str, Any]], path: Path) -> bool:
     """Rows as CSV, columns :data:`FIRST` then the others in order of appearance; False when empty."""
-    if not rows:
-        return False
-    keys = [k for k in FIRST if any(k in r for r in rows)]
-    for r in rows:
-        keys.extend(k for k in r if k not in keys)
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=keys, extrasaction="ignore")
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: r.get(k, "") for k in keys})
-    return True
+    return write_rows_csv(rows, path, FIRST)
 
 
 def _scalars(progress: dict[str, Any]) -> dict[str, float]:
