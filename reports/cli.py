@@ -242,12 +242,22 @@ def claim(out: Path, experiment: str, uri: str) -> None:
     reports.load.StoreError
         ``out`` holds the report of another experiment (its
         ``report.json``, or for reports written before that file, the
-        first line of its ``table4.md``).
+        first line of its ``table4.md``); ``out`` is a file or cannot be
+        created; its ``report.json`` is not a JSON object (nothing is
+        written: the folder may be another experiment's).
     """
     owner = None
+    if out.exists() and not out.is_dir():
+        raise StoreError(f"--out {out} is a file, not a folder; pass a folder (or leave --out out)")
     marker, md = out / MARKER, out / "table4.md"
     if marker.is_file():
-        owner = json.loads(marker.read_text(encoding="utf-8")).get("experiment")
+        try:
+            owner = json.loads(marker.read_text(encoding="utf-8")).get("experiment")
+        except (ValueError, AttributeError, OSError) as exc:  # not JSON, not an object, unreadable
+            raise StoreError(
+                f"{marker} is not a readable report marker ({type(exc).__name__}: {exc}), so the folder "
+                "may hold another experiment's report: nothing was written; check it and delete the "
+                "file (or pass another --out)") from None
     elif md.is_file():
         first = md.read_text(encoding="utf-8").split("\n", 1)[0]
         owner = first.split("`")[1] if first.count("`") >= 2 else None
@@ -256,7 +266,10 @@ def claim(out: Path, experiment: str, uri: str) -> None:
             f"{out} holds the report of experiment {owner!r}, not {experiment!r}; "
             "pass another --out or leave --out out (each experiment gets "
             f"{REPORT_ROOT}/<experiment>)")
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"--out {out}: cannot create the folder ({exc.strerror or exc})") from None
     marker.write_text(json.dumps({"experiment": experiment, "tracking_uri": uri},
                                  indent=1) + "\n", encoding="utf-8")
 
@@ -392,5 +405,11 @@ def main(argv=None) -> int:
                            out=args.out, make_figures=not args.no_figures)
     except StoreError as err:
         print(f"reports: {err}", file=sys.stderr)
+        return 2
+    except Exception as err:  # MLflow's own errors (a store it cannot open, ...): one line, no traceback
+        if not type(err).__module__.startswith("mlflow"):
+            raise
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        print(f"reports: cannot read the MLflow store: {type(err).__name__}: {first}", file=sys.stderr)
         return 2
     return 0 if len(rep.runs) else 1

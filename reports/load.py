@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from joker.bench.records.record import default_tracking_uri  # noqa: F401  (re-exported)
+from joker.bench.records.record import connect_problem, default_tracking_uri  # noqa: F401  (re-exported)
 
 from .vocab import STATUSES, TAG_KEYS  # noqa: F401  (re-exported)
 
@@ -81,12 +81,18 @@ class Selection:
 
 
 def check_store(uri: str) -> None:
-    """Refuse a SQLite store that does not exist (MLflow would create it).
+    """Refuse, in one line, a store the report cannot read, before MLflow is asked.
 
     Raises
     ------
     StoreError
-        When ``uri`` is ``sqlite:///PATH`` and PATH is not a file.
+        When ``uri`` is ``sqlite:///PATH`` and PATH is not a file; when it is
+        a plain folder or ``file:`` URI (MLflow's filesystem store, which it
+        no longer reads: the message names ``sqlite:///.../mlflow.db``, and the
+        folder's own ``mlflow.db`` when it holds one); when a server URI
+        (``http://``, ``postgresql://``, ...) does not accept a TCP connection
+        within :data:`joker.bench.records.record.CONNECT_TIMEOUT_S` (MLflow
+        would retry it for minutes).
     """
     if uri.startswith("sqlite:///"):
         path = Path(uri[len("sqlite:///"):])
@@ -95,6 +101,26 @@ def check_store(uri: str) -> None:
                 f"no MLflow store at {path}; run a sweep first "
                 "(make smoke / make reproduce-table4) or pass --tracking-uri"
             )
+        return
+    plain = "://" not in uri and ("/" in uri or Path(uri).exists())  # not "databricks"
+    if uri.startswith("file:") or plain:  # a plain path: MLflow's filesystem store
+        folder = Path(uri[len("file:"):].removeprefix("//") if uri.startswith("file:") else uri)
+        hint = (f"; this folder holds an SQLite store: --tracking-uri sqlite:///{(folder / 'mlflow.db').resolve()}"
+                if (folder / "mlflow.db").is_file() else "")
+        raise StoreError(f"--tracking-uri {uri} is a plain path (MLflow's filesystem store, which it no longer "
+                         f"reads); use sqlite:///path/to/mlflow.db{hint}")
+    problem = connect_problem(uri)
+    if problem:
+        raise StoreError(f"tracking server {_redact(uri)}: {problem}; is the tracking server running?")
+
+
+def _redact(uri: str) -> str:
+    """``scheme://user:***@host...``: the URI without its password."""
+    head, sep, rest = uri.partition("://")
+    if "@" not in rest.split("/", 1)[0]:
+        return uri
+    cred, at, host = rest.partition("@")
+    return f"{head}{sep}{cred.split(':', 1)[0]}:***@{host}"
 
 
 def client_for(uri: str):
@@ -293,6 +319,38 @@ def _older_schema(trials: pd.DataFrame, candidate: pd.Series) -> pd.Series:
     return why
 
 
+def check_filters(frame: pd.DataFrame, filters: dict | None, experiment: str) -> None:
+    """Refuse a filter value no trial run of the experiment has (a typo), before anything is written.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        From :func:`runs_frame`.
+    filters : dict, optional
+        Tag -> accepted values (:func:`select`).
+    experiment : str
+        Named in the message.
+
+    Raises
+    ------
+    StoreError
+        ``unknown method 'libsvn'; known: ...`` (for ``status``, the known
+        values are :data:`STATUSES`).
+    """
+    trials = frame[frame["method"].notna() & frame["dataset"].notna()] if len(frame) else frame
+    for tag, values in (filters or {}).items():
+        if not values:
+            continue
+        if tag == "status":
+            known = list(STATUSES)
+        else:
+            known = sorted({str(v) for v in trials[tag].dropna()}) if tag in trials else []
+        bad = [v for v in values if v not in known]
+        if bad:
+            raise StoreError(f"unknown {tag} {', '.join(repr(b) for b in bad)} in experiment {experiment!r}; "
+                             f"known: {', '.join(known) or '(none)'}")
+
+
 def load_selection(tracking_uri: str | None = None,
                    experiment: str | None = None,
                    filters: dict | None = None) -> Selection:
@@ -316,6 +374,7 @@ def load_selection(tracking_uri: str | None = None,
     client = client_for(uri)
     exp = choose_experiment(client, experiment)
     frame = runs_frame(fetch_runs(client, exp.experiment_id))
+    check_filters(frame, filters, exp.name)
     used, skipped, n_trials, n_filtered, n_parents = select(frame, filters)
     return Selection(uri, exp.name, used, skipped, n_trials, n_filtered,
                      n_parents, {k: list(v) for k, v in (filters or {}).items() if v})

@@ -349,7 +349,7 @@ def test_cli_exit_codes_and_final_lines(fake_store, tmp_path, capsys):
     assert lines[-2] == f"Markdown table: {tmp_path / 'a' / 'table4.md'}"
     assert lines[-1] == f"HTML page:      {tmp_path / 'a' / 'report.html'}"
     assert main(["--tracking-uri", uri, "--experiment", "table4", "--out",
-                 str(tmp_path / "b"), "--budget", "none"]) == 1
+                 str(tmp_path / "b"), "--dataset", "hepc", "--status", "oom"]) == 1
     assert main(["--tracking-uri", f"sqlite:///{tmp_path / 'x.db'}"]) == 2
 
 

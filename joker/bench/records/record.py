@@ -35,7 +35,7 @@ from ..config.paths import results_dir
 __all__ = [
     "CONTENDED_TAG", "INSTALL_HINT_TAG", "PROBLEM_PARAM_PREFIX", "PROBLEM_TAG", "SKIP_KINDS", "SKIP_KIND_TAG", "KEPT_STATUSES", "METRIC_UNITS", "MIB", "RECORD_SCHEMA_VERSION", "RETRIED_STATUSES", "SCHEMA_TAG",
     "TRIVIAL_TAG",
-    "STATUSES", "default_tracking_uri", "schema_of",
+    "STATUSES", "CONNECT_TIMEOUT_S", "DEFAULT_PORTS", "connect_problem", "default_tracking_uri", "schema_of",
 ]
 
 #: Version of the record written by this code (see the module docstring).
@@ -120,3 +120,56 @@ def schema_of(tags: dict[str, str]) -> int:
 #: validation metric (:func:`joker.bench.config.settings_table.apply_settings`, ``docs/benchmark/tuning.md``).
 SETTINGS_TAGS = ("settings_source", "settings_file", "settings_version", "settings_sha256",
                  "settings_row_run", "settings_row_val")
+
+
+#: Seconds :func:`connect_problem` waits for a tracking server to accept a connection.
+CONNECT_TIMEOUT_S = 3.0
+#: Port of a server URI that names none, by scheme (before any ``+driver``).
+DEFAULT_PORTS = {"http": 80, "https": 443, "postgresql": 5432, "postgres": 5432, "mysql": 3306, "mssql": 1433}
+
+
+def connect_problem(uri: str, timeout_s: float | None = None) -> str | None:
+    """Why the server of a tracking URI does not accept a TCP connection, or ``None`` when it does.
+
+    Standard library only, for the harness
+    (:func:`joker.bench.records.store_guard.check_reachable`) and the report
+    (``reports/load.py``): MLflow itself retries an unreachable server for
+    minutes before its error. The host and port come from the URI (default
+    ports: :data:`DEFAULT_PORTS`); a URI without a host (a local store,
+    ``databricks``, a database's Unix socket), with a port that is not a
+    number, or one reached through a proxy (``HTTP(S)_PROXY``, unless
+    ``NO_PROXY`` names the host) is not checked (``None``).
+
+    Parameters
+    ----------
+    uri : str
+        Tracking URI.
+    timeout_s : float, optional
+        Seconds to wait for the connection (default :data:`CONNECT_TIMEOUT_S`).
+
+    Returns
+    -------
+    str or None
+        ``cannot connect to <host>:<port> (<why>)``, or ``None``.
+    """
+    import socket
+    import urllib.request
+    from urllib.parse import urlparse
+
+    parsed = urlparse(uri)
+    scheme = parsed.scheme.lower().split("+")[0]
+    try:
+        host, port = parsed.hostname, parsed.port or DEFAULT_PORTS.get(scheme)
+    except ValueError:  # a port that is not a number: MLflow's own error says so
+        return None
+    if not host or port is None:
+        return None
+    if scheme in ("http", "https") and urllib.request.getproxies().get(scheme) and not urllib.request.proxy_bypass(host):
+        return None
+    wait = CONNECT_TIMEOUT_S if timeout_s is None else timeout_s
+    try:
+        socket.create_connection((host, port), timeout=wait).close()
+    except OSError as exc:
+        why = "no answer within {:g} s".format(wait) if isinstance(exc, socket.timeout) else (exc.strerror or str(exc))
+        return f"cannot connect to {host}:{port} ({why})"
+    return None

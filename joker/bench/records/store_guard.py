@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Iterator
 from urllib.parse import urlparse
 
+from .record import CONNECT_TIMEOUT_S, DEFAULT_PORTS, connect_problem
 from .redact import redact_uri
 from ..config.spec import ConfigError
 
@@ -34,10 +35,7 @@ __all__ = ["CONNECT_TIMEOUT_S", "DEFAULT_PORTS", "LOCK_WAIT_S", "check_not_half_
 
 #: Seconds a process waits for another one to finish creating the same SQLite store.
 LOCK_WAIT_S = 600.0
-#: Seconds :func:`check_reachable` waits for a tracking server to accept a connection.
-CONNECT_TIMEOUT_S = 3.0
-#: Port of a server URI that names none, by scheme (before any ``+driver``).
-DEFAULT_PORTS = {"http": 80, "https": 443, "postgresql": 5432, "postgres": 5432, "mysql": 3306, "mssql": 1433}
+# The TCP check itself is stdlib-only and lives in record.py, so the report can use it too.
 
 
 def local_store_path(uri: str) -> tuple[str, Path] | None:
@@ -127,26 +125,9 @@ def check_reachable(uri: str, timeout_s: float | None = None) -> None:
     ConfigError
         ``mlflow.tracking_uri=<uri>: cannot connect to <host>:<port> (<why>) ...``.
     """
-    import socket
-    import urllib.request
-
-    parsed = urlparse(uri)
-    scheme = parsed.scheme.lower().split("+")[0]
-    try:
-        host, port = parsed.hostname, parsed.port or DEFAULT_PORTS.get(scheme)
-    except ValueError:  # a port that is not a number: MLflow's own error says so
-        return
-    if not host or port is None:
-        return
-    if scheme in ("http", "https") and urllib.request.getproxies().get(scheme) and not urllib.request.proxy_bypass(host):
-        return
-    wait = CONNECT_TIMEOUT_S if timeout_s is None else timeout_s
-    try:
-        socket.create_connection((host, port), timeout=wait).close()
-    except OSError as exc:
-        why = "no answer within {:g} s".format(wait) if isinstance(exc, socket.timeout) else (exc.strerror or str(exc))
-        raise ConfigError(f"mlflow.tracking_uri={redact_uri(uri)}: cannot connect to {host}:{port} ({why}); "
-                          "is the tracking server running?") from None
+    problem = connect_problem(uri, timeout_s)
+    if problem:
+        raise ConfigError(f"mlflow.tracking_uri={redact_uri(uri)}: {problem}; is the tracking server running?")
 
 
 def check_not_half_migrated(uri: str) -> None:

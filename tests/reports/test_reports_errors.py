@@ -1,0 +1,88 @@
+"""Bad input to ``python -m reports``: one line on stderr, exit 2, nothing written or lost (issue 42 review)."""
+
+import socket
+import time
+
+import pytest
+
+from reports.cli import main
+
+
+def _report(uri, out):
+    assert main(["--tracking-uri", uri, "--experiment", "table4", "--out", str(out), "--no-figures"]) == 0
+    return {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+
+
+def _one_line_error(capsys):
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert "Traceback" not in err[0]
+    return err[0]
+
+
+@pytest.mark.parametrize("flag, value, known", [
+    ("--method", "libsvn", "eigenpro3, falkon, joker-exact, joker-inexact, libsvm, logfalkon, thundersvm"),
+    ("--dataset", "nosuch", "hepc, ijcnn1"),
+    ("--status", "bogus", "ok, skipped, timeout, oom, over_budget, diverged, error"),
+    ("--budget", "cpu-1gb", "cpu-1g"),
+])
+def test_a_filter_typo_is_refused_and_the_good_report_stays(fake_store, tmp_path, capsys, flag, value, known):
+    uri, out = fake_store[0], tmp_path / "r"
+    before = _report(uri, out)
+    capsys.readouterr()
+    assert main(["--tracking-uri", uri, "--experiment", "table4", "--out", str(out), flag, value]) == 2
+    what = flag[2:]
+    assert _one_line_error(capsys) == f"reports: unknown {what} '{value}' in experiment 'table4'; known: {known}"
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
+
+
+def test_a_plain_folder_as_tracking_uri_names_the_sqlite_fix(fake_store, tmp_path, capsys):
+    empty = tmp_path / "mlruns"
+    empty.mkdir()
+    assert main(["--tracking-uri", str(empty), "--out", str(tmp_path / "o")]) == 2
+    assert _one_line_error(capsys) == (
+        f"reports: --tracking-uri {empty} is a plain path (MLflow's filesystem store, which it no longer reads); "
+        "use sqlite:///path/to/mlflow.db")
+    store = fake_store[0][len("sqlite:///"):]  # the folder of the fake store holds mlflow.db
+    folder = str(__import__("pathlib").Path(store).parent)
+    assert main(["--tracking-uri", folder, "--out", str(tmp_path / "o")]) == 2
+    assert _one_line_error(capsys).endswith(
+        f"use sqlite:///path/to/mlflow.db; this folder holds an SQLite store: --tracking-uri sqlite:///{store}")
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_corrupt_report_json_is_refused_and_kept(fake_store, tmp_path, capsys):
+    uri, out = fake_store[0], tmp_path / "r"
+    before = _report(uri, out)
+    (out / "report.json").write_text('{"experiment": "tab', encoding="utf-8")
+    before["report.json"] = (out / "report.json").read_bytes()
+    capsys.readouterr()
+    assert main(["--tracking-uri", uri, "--experiment", "table4", "--out", str(out), "--no-figures"]) == 2
+    line = _one_line_error(capsys)
+    assert line.startswith(f"reports: {out / 'report.json'} is not a readable report marker (JSONDecodeError: ")
+    assert line.endswith("nothing was written; check it and delete the file (or pass another --out)")
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
+
+
+def test_out_pointing_at_a_file_is_refused(fake_store, tmp_path, capsys):
+    f = tmp_path / "notes.txt"
+    f.write_text("mine\n")
+    assert main(["--tracking-uri", fake_store[0], "--experiment", "table4", "--out", str(f)]) == 2
+    assert _one_line_error(capsys) == (
+        f"reports: --out {f} is a file, not a folder; pass a folder (or leave --out out)")
+    assert f.read_text() == "mine\n"
+
+
+def test_an_unreachable_tracking_server_fails_at_once(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    monkeypatch.setenv("no_proxy", "127.0.0.1")
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    t0 = time.monotonic()
+    assert main(["--tracking-uri", f"http://127.0.0.1:{port}", "--out", str(tmp_path / "o")]) == 2
+    assert time.monotonic() - t0 < 10
+    assert _one_line_error(capsys) == (
+        f"reports: tracking server http://127.0.0.1:{port}: cannot connect to 127.0.0.1:{port} "
+        "(Connection refused); is the tracking server running?")
+    assert not (tmp_path / "o").exists()
