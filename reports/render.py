@@ -38,7 +38,7 @@ LEGEND = (
     "could use, or the load average exceeded the cores; its time is not "
     "comparable. "
     "Bold: the best cell of its row (highest accuracy or lowest RMSE, "
-    "fastest fit, least memory). "
+    "fastest fit, least memory), and every cell that ties with it as shown. "
     "Convergence: ✓ every ok run converged (Joker: relative duality gap and "
     "KKT residual under tolerance, a certificate; baselines: their own "
     "convergence signal), ok (fixed epochs) a method without a stopping "
@@ -239,9 +239,9 @@ def paper_layout(cells: pd.DataFrame, quantity: str) -> pd.DataFrame:
                "metric": vocab.metric_label(group["metric_name"].iloc[0], dataset),
                "budget": budget}
         row.update({m: "" for m in methods})
-        best = best_cell(group, best_col)
+        best = best_cells(group, best_col)
         for idx, cell in group.iterrows():
-            row[_label(cell)] = _bold(fmt(cell)) if idx == best else fmt(cell)
+            row[_label(cell)] = _bold(fmt(cell)) if idx in best else fmt(cell)
         rows.append(row)
     return pd.DataFrame(rows, columns=[*head, *methods])
 
@@ -263,6 +263,21 @@ def best_cell(group: pd.DataFrame, column: str):
             return marked[0]
     lower = column != "metric_median" or any(w in str(ok["metric_name"].iloc[0]) for w in ("rmse", "mse", "error"))
     return ok[column].idxmin() if lower else ok[column].idxmax()
+
+
+def best_cells(group: pd.DataFrame, column: str) -> list:
+    """Indices of the best cell of one table row and of every cell that ties with it.
+
+    A tie is the same median as shown (:func:`sig`, four significant
+    digits: 65.40 and 65.40 are both bold, as the legend's "the best cell
+    of its row" reads); [] when no cell competes (:func:`best_cell`).
+    """
+    best = best_cell(group, column)
+    if best is None:
+        return []
+    shown = sig(group.at[best, column])
+    ok = group[(group["n_ok"] > 0) & group[column].notna()]
+    return [best] + [i for i in ok.index if i != best and sig(ok.at[i, column]) == shown]
 
 
 def datasets(cells: pd.DataFrame) -> pd.DataFrame:
@@ -298,15 +313,17 @@ def details(cells: pd.DataFrame) -> pd.DataFrame:
     The GPU column appears only when some cell measured ``fit_gpu_mib``.
     """
     gpu = "gpu_mib_median" in cells and cells["gpu_mib_median"].notna().any()
+    tied = {i for _, g in cells.groupby(["dataset", "budget"], sort=False)
+            for i in best_cells(g, "metric_median")} if "is_best" in cells else set()
     rows = []
-    for _, c in cells.iterrows():
+    for idx, c in cells.iterrows():
         ran = c["n_ok"] > 0
         status = c["status"] + (" (fixed epochs)" if c["status"] == "ok" and c["converged"] == "fixed epochs" else "")
         value = spread(c, "metric") if ran else _word(c)
         row = {
             "dataset": c["dataset"], "budget": c["budget"], "method": _label(c),
             "runs": f"{c['n_ok']}/{c['n_runs']} ok", "status": status,
-            "value": _bold(value) if c.get("is_best") is True else value,
+            "value": _bold(value) if c.get("is_best") is True or idx in tied else value,
             "vs best (test, p)": c.get("vs_best") or "",
             "trivial": (f"trivial: {c.get('trivial_reason')}" if c.get("trivial") is True else ""),
             "checkpoints": (f"{c['n_checkpoints_median']:.0f}" if ran and pd.notna(c.get("n_checkpoints_median"))

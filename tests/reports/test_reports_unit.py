@@ -405,3 +405,23 @@ def test_plan_numbers_are_shown_short():
     # MLflow stores plan values as strings: a cache of 1726.7229 MiB came out with 16 digits
     shown = table._joined(pd.Series(["1726.722900390625", "256", 3.0, "cpu", "True", "nan", None]))
     assert shown == "1726.72/256/3/cpu/True/nan"
+
+
+def test_cells_that_tie_on_the_best_value_as_shown_are_all_bold(fake_report):
+    # review of issue 42: 65.40 and 65.40 in one row, only the first was bold
+    cells = fake_report.cells[fake_report.cells["dataset"] == "ijcnn1"].copy()
+    ok = cells[cells["n_ok"] > 0].index
+    a, b, rest = ok[0], ok[1], ok[2:]
+    for idx, v in [(a, 65.4), (b, 65.40001), *[(i, 60.0) for i in rest]]:
+        for col in ("metric_median", "metric_min", "metric_max"):
+            cells.at[idx, col] = v
+    cells["is_best"] = [i == a for i in cells.index]
+    cells["same_as_best"] = [True if i == a else None for i in cells.index]
+    assert render.best_cells(cells, "metric_median") == [a, b]
+    row = render.paper_layout(cells, "metric").iloc[0]
+    bold = sorted(k for k, v in row.items() if isinstance(v, str) and v.startswith("**"))
+    assert bold == sorted([render._label(cells.loc[a]), render._label(cells.loc[b])])
+    assert row[render._label(cells.loc[a])].startswith("**65.40 ")
+    assert row[render._label(cells.loc[b])].startswith("**65.40 ")
+    details = render.details(cells)
+    assert sorted(details.loc[details["value"].str.startswith("**"), "method"]) == bold
