@@ -27,6 +27,8 @@ import pandas as pd
 
 from . import significance, vocab
 
+#: Verdict column: the methods a paired test cannot tell from the best (not a claim that they are as good).
+ALSO = "also not distinguishable from the best (paired test, p ≥ 0.05)"
 #: Time budgets (s) of the verdict, besides each cell's own time limit.
 TIME_BUDGETS = (1.0, 10.0, 60.0)
 CURVE_COLUMNS = ["run_id", "dataset", "budget", "method", "variant", "label", "metric_name", "fit_seconds",
@@ -44,14 +46,21 @@ def label(method, variant) -> str:
     return f"{method} ({variant})" if isinstance(variant, str) and variant else str(method)
 
 
+#: What a damaged artifact costs the report, after ``; `` in its warning line.
+CONSEQUENCE = {"checkpoints.csv": "its anytime curve is its final point only",
+               "predictions.npz": "its paired test is left out"}
+
+
 def _artifact(client, run_id: str, name: str, names: set, read):
+    """``read(path)`` of one artifact: (value, None), (None, None) when absent, (None, why) when unreadable."""
     if name not in names:
-        return None
+        return None, None
     with tempfile.TemporaryDirectory() as tmp:
         try:
-            return read(client.download_artifacts(run_id, name, tmp))
-        except Exception:  # an unreadable artifact is the same as none: the final point stands
-            return None
+            return read(client.download_artifacts(run_id, name, tmp)), None
+        except Exception as exc:  # truncated, corrupted, not the format: said, never silent
+            text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            return None, f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _npz(path):
@@ -59,7 +68,21 @@ def _npz(path):
         return {k: z[k] for k in z.files}
 
 
-def load_artifacts(client, runs: pd.DataFrame) -> tuple[dict, dict]:
+def _checkpoint_problem(c: pd.DataFrame, metric_name, expected) -> str | None:
+    """Why a read ``checkpoints.csv`` cannot be used in full, or ``None``."""
+    missing = [col for col in ("fit_seconds", metric_name) if col not in c]
+    if missing:
+        return f"unreadable (no column {', '.join(map(str, missing))})"
+    bad = int((pd.to_numeric(c["fit_seconds"], errors="coerce").isna()
+               | pd.to_numeric(c[metric_name], errors="coerce").isna()).sum())
+    if bad:
+        return f"truncated or corrupted ({bad} of {len(c)} rows without a number)"
+    if pd.notna(expected) and len(c) < int(expected):
+        return f"truncated ({len(c)} of {int(expected)} rows read)"
+    return None
+
+
+def load_artifacts(client, runs: pd.DataFrame, problems: list | None = None) -> tuple[dict, dict]:
     """The checkpoints and predictions of every ok run that has them.
 
     Parameters
@@ -67,28 +90,88 @@ def load_artifacts(client, runs: pd.DataFrame) -> tuple[dict, dict]:
     client : mlflow.MlflowClient
     runs : pandas.DataFrame
         Derived runs (:func:`reports.table.derive`).
+    problems : list, optional
+        Appended to: one dict per (run, file) that an ok run should have
+        and that is missing, unreadable, truncated or corrupted (keys
+        ``run_id``, ``method``, ``dataset``, ``file``, ``problem``;
+        :func:`problem_line` words it). A run "should have" both files
+        when it logged ``n_checkpoints`` (the harness writes both from
+        issue 42 on; ``checkpoints.csv`` only when ``n_checkpoints`` > 0)
+        or has the other file; runs recorded before (neither) are silent.
 
     Returns
     -------
     checkpoints : dict
-        run_id -> DataFrame of ``checkpoints.csv``.
+        run_id -> DataFrame of ``checkpoints.csv`` (its usable rows only).
     predictions : dict
         run_id -> dict of arrays (``y_true``, ``y_pred``, maybe ``scores``).
     """
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     ckpt, preds = {}, {}
-    for run_id in runs.loc[runs["status"] == "ok", "run_id"]:
+    found = problems if problems is not None else []
+    for _, r in runs[runs["status"] == "ok"].iterrows():
+        run_id = r["run_id"]
+        base = {"run_id": run_id, "method": r["method"], "dataset": r["dataset"]}
         try:
             names = {a.path for a in client.list_artifacts(run_id)}
-        except Exception:
+        except Exception as exc:
+            found.append({**base, "file": "artifacts", "problem": f"not listed ({type(exc).__name__}: {exc})"})
             continue
-        c = _artifact(client, run_id, "checkpoints.csv", names, pd.read_csv)
+        expected = r.get("n_checkpoints", np.nan)
+        new_record = pd.notna(expected) or bool(names & set(CONSEQUENCE))
+        c, why = _artifact(client, run_id, "checkpoints.csv", names, pd.read_csv)
+        if c is not None:
+            why = _checkpoint_problem(c, r["metric_name"], expected)
+            if why and why.startswith("unreadable"):
+                c = None
+            elif why:
+                keep = (pd.to_numeric(c["fit_seconds"], errors="coerce").notna()
+                        & pd.to_numeric(c[r["metric_name"]], errors="coerce").notna())
+                c = c[keep].reset_index(drop=True)
+        elif why:
+            why = f"unreadable ({why})"
+        elif new_record and (pd.isna(expected) or expected > 0):
+            why = "missing"
+        if why:
+            found.append({**base, "file": "checkpoints.csv", "problem": why})
         if c is not None and len(c):
             ckpt[run_id] = c
-        p = _artifact(client, run_id, "predictions.npz", names, _npz)
-        if p is not None and "y_pred" in p and "y_true" in p:
+        p, why = _artifact(client, run_id, "predictions.npz", names, _npz)
+        if p is not None and not ("y_pred" in p and "y_true" in p):
+            why, p = f"unreadable (no {'y_true' if 'y_true' not in p else 'y_pred'} array)", None
+        elif p is not None and len(np.asarray(p["y_true"])) != len(np.asarray(p["y_pred"])):
+            why, p = (f"corrupted (y_true has {len(p['y_true'])} rows, y_pred {len(p['y_pred'])})"), None
+        elif why:
+            why = f"unreadable ({why})"
+        elif p is None and new_record:
+            why = "missing"
+        if why:
+            found.append({**base, "file": "predictions.npz", "problem": why})
+        if p is not None:
             preds[run_id] = p
     return ckpt, preds
+
+
+def problem_line(problem: dict) -> str:
+    """The console line of one damaged artifact (:func:`load_artifacts`).
+
+    ``run <id> (<method>/<dataset>): predictions.npz unreadable (<error>); its paired test is left out``.
+    """
+    what = CONSEQUENCE.get(problem["file"], "its checkpoints and paired test are left out")
+    return f"run {problem['run_id']} ({problem['method']}/{problem['dataset']}): {problem['file']} {problem['problem']}; {what}"
+
+
+def read_counts(runs: pd.DataFrame, checkpoints: dict, problems: list) -> pd.Series:
+    """``n_checkpoints`` as read: the rows of each run's usable ``checkpoints.csv``.
+
+    A run whose file was missing or damaged counts what was read (0 when
+    nothing); a run that never had one keeps its logged count (NaN for old
+    runs, 0 for a run without checkpoints). Indexed like ``runs``.
+    """
+    damaged = {p["run_id"] for p in problems if p["file"] in ("checkpoints.csv", "artifacts")}
+    logged = runs["n_checkpoints"] if "n_checkpoints" in runs else pd.Series(np.nan, index=runs.index)
+    return pd.Series([float(len(checkpoints[rid])) if rid in checkpoints else (0.0 if rid in damaged else n)
+                      for rid, n in zip(runs["run_id"], logged)], index=runs.index)
 
 
 def curves(runs: pd.DataFrame, checkpoints: dict) -> pd.DataFrame:
@@ -216,7 +299,7 @@ def verdict(points: pd.DataFrame, runs: pd.DataFrame, cells: pd.DataFrame | None
             name = f"{t:g} s" + (" (time limit)" if limit and t == limit else "")
             if now.empty:
                 rows.append({"dataset": dataset, "memory budget": mem, "time budget": name,
-                             "best method": "(no model yet)", unit: "", "also ≈ best": "", "methods with a model": "0"})
+                             "best method": "(no model yet)", unit: "", ALSO: "", "methods with a model": "0"})
                 continue
             per = now.groupby("label")["metric"].median()
             secs = now.groupby("label")["fit_seconds"].median()
@@ -230,15 +313,15 @@ def verdict(points: pd.DataFrame, runs: pd.DataFrame, cells: pd.DataFrame | None
             useless = level is not None and (per[best] >= level if lower else per[best] <= level)
             value = f"**{per[best]:.4g}** {what}" + (f" (no better than trivial, {level:.4g})" if useless else "")
             rows.append({"dataset": dataset, "memory budget": mem, "time budget": name,
-                         "best method": f"**{best}**", unit: value, "also ≈ best": also,
+                         "best method": f"**{best}**", unit: value, ALSO: also,
                          "methods with a model": f"{len(per)}"})
     if not rows:
         return pd.DataFrame()
     out = pd.DataFrame(rows)
     metric_cols = [c for c in out.columns if c not in ("dataset", "memory budget", "time budget", "best method",
-                                                        "also ≈ best", "methods with a model")]
+                                                        ALSO, "methods with a model")]
     out[metric_cols] = out[metric_cols].fillna("")
-    return out[["dataset", "memory budget", "time budget", "best method", *metric_cols, "also ≈ best",
+    return out[["dataset", "memory budget", "time budget", "best method", *metric_cols, ALSO,
                 "methods with a model"]]
 
 
@@ -252,7 +335,8 @@ def _cell_label(cell) -> str:
     return label(cell["method"], cell.get("variant", ""))
 
 
-def mark_cells(cells: pd.DataFrame, runs: pd.DataFrame, predictions: dict) -> pd.DataFrame:
+def mark_cells(cells: pd.DataFrame, runs: pd.DataFrame, predictions: dict,
+               problems: list | None = None) -> pd.DataFrame:
     """Add the paired test against the best cell and the trivial-predictor flag to every cell.
 
     Per (dataset, budget), the best cell is the one with the best median
@@ -263,23 +347,36 @@ def mark_cells(cells: pd.DataFrame, runs: pd.DataFrame, predictions: dict) -> pd
     ``trivial_model`` / ``trivial_reason`` when the harness wrote one), else
     computed from the stored predictions (:func:`reports.significance.trivial`).
 
+    Parameters
+    ----------
+    problems : list, optional
+        Damaged artifacts (:func:`load_artifacts`): a cell left untested
+        because of one says so in ``vs_best``, and every cell lists its
+        runs' in ``artifact_problems``.
+
     Returns
     -------
     pandas.DataFrame
         ``cells`` with ``is_best`` (bool), ``same_as_best`` (True, False or
-        None: not tested), ``vs_best`` (text: test, p-value, counts),
-        ``p_value``, ``test``, ``trivial`` (bool) and ``trivial_reason``.
+        None: not tested), ``vs_best`` (text: test, p-value, counts, or
+        why there is no test), ``p_value``, ``test``, ``trivial`` (bool),
+        ``trivial_reason`` and ``artifact_problems`` (text).
     """
     cells = cells.copy()
     for col, val in (("is_best", False), ("same_as_best", None), ("vs_best", ""), ("p_value", np.nan),
-                     ("test", ""), ("trivial", False), ("trivial_reason", "")):
+                     ("test", ""), ("trivial", False), ("trivial_reason", ""), ("artifact_problems", "")):
         cells[col] = pd.Series([val] * len(cells), index=cells.index, dtype=object)
     if cells.empty:
         return cells
     by_id = runs.set_index("run_id")
+    damaged = {}  # run_id -> [(file, problem)]
+    for p in problems or []:
+        damaged.setdefault(p["run_id"], []).append((p["file"], p["problem"]))
     for idx, c in cells.iterrows():
         flag, why = _trivial_of_cell(c, by_id, predictions)
         cells.at[idx, "trivial"], cells.at[idx, "trivial_reason"] = flag, why
+        cells.at[idx, "artifact_problems"] = "; ".join(
+            f"{f} {what} (run {rid})" for rid in _ok_run_ids(c) for f, what in damaged.get(rid, []))
     for _, group in cells.groupby(["dataset", "budget"], sort=False):
         ok = group[(group["n_ok"] > 0) & group["metric_median"].notna()]
         if ok.empty:
@@ -291,9 +388,16 @@ def mark_cells(cells: pd.DataFrame, runs: pd.DataFrame, predictions: dict) -> pd
         cells.at[best, "vs_best"] = "best"
         ref = _first_predictions(cells.loc[best], by_id, predictions)
         if ref is None:
+            why = _predictions_problem(cells.loc[best], damaged)
+            for idx in ok.index.drop(best):
+                cells.at[idx, "vs_best"] = ("not tested: the best cell's " + why if why
+                                            else "not tested (the best cell has no stored predictions)")
             continue
         for idx in ok.index.drop(best):
             other = _first_predictions(cells.loc[idx], by_id, predictions)
+            if other is None and _predictions_problem(cells.loc[idx], damaged):
+                cells.at[idx, "vs_best"] = "not tested: " + _predictions_problem(cells.loc[idx], damaged)
+                continue
             if other is None or not same_rows(other["y_true"], ref["y_true"]):
                 cells.at[idx, "vs_best"] = "not tested (no predictions of the same test rows)"
                 continue
@@ -301,6 +405,15 @@ def mark_cells(cells: pd.DataFrame, runs: pd.DataFrame, predictions: dict) -> pd
             cells.at[idx, "same_as_best"] = cmp.same
             cells.at[idx, "vs_best"], cells.at[idx, "p_value"], cells.at[idx, "test"] = cmp.text(), cmp.p_value, cmp.test
     return cells
+
+
+def _predictions_problem(cell, damaged: dict) -> str:
+    """``predictions.npz unreadable (...) (run <id>)`` of the cell's first ok run with a damaged one, or ''."""
+    for rid in _ok_run_ids(cell):
+        for f, what in damaged.get(rid, []):
+            if f in ("predictions.npz", "artifacts"):
+                return f"{f} {what} (run {rid})"
+    return ""
 
 
 def same_rows(a, b) -> bool:

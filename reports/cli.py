@@ -145,10 +145,14 @@ def build_report(tracking_uri: str | None = None, experiment: str | None = None,
     sel.runs = untuned
     runs = table.derive(sel.runs) if len(sel.runs) else sel.runs.assign(
         variant=[], metric_name=[], metric=[], memory_mib=[], memory_source=[])
+    damaged = []  # artifacts an ok run should have that are missing or unreadable: one line each, below
+    checkpoints, predictions = (anytime.load_artifacts(client_for(sel.tracking_uri), runs, damaged)
+                                if len(runs) else ({}, {}))
+    if len(runs):  # the checkpoints column counts the checkpoints read, not those logged
+        runs["n_checkpoints"] = anytime.read_counts(runs, checkpoints, damaged)
     cells = published.attach(table.cells(runs)) if len(runs) else pd.DataFrame()
-    checkpoints, predictions = anytime.load_artifacts(client_for(sel.tracking_uri), runs) if len(runs) else ({}, {})
     if len(cells):
-        cells = anytime.mark_cells(cells, runs, predictions)
+        cells = anytime.mark_cells(cells, runs, predictions, damaged)
     points = anytime.curves(runs, checkpoints) if len(runs) else pd.DataFrame(columns=anytime.CURVE_COLUMNS)
     rep = Report(sel, runs, cells)
     rep.points = points
@@ -161,6 +165,8 @@ def build_report(tracking_uri: str | None = None, experiment: str | None = None,
     echo(f"reports: store {sel.tracking_uri}")
     echo(f"reports: experiment '{sel.experiment}' ({how})")
     echo(f"reports: {sel.summary()}")
+    for problem in damaged:
+        echo(f"reports: {anytime.problem_line(problem)}")
     for _, s in sel.skipped.iterrows():
         echo(f"  not used: {s['run_id']} {s['dataset']}/{s['method']}/{s['budget']}: {s['why']}")
     for _, f in failed.iterrows():
@@ -276,14 +282,16 @@ def claim(out: Path, experiment: str, uri: str) -> None:
 
 #: Title of the first section (``## Verdict`` in table4.md and report.html).
 VERDICT = "Verdict"
-METRIC_TITLE = "Table 4: test metric (✓ converged, ✗ not, ? unknown; ≈ not distinguishable from the best)"
+METRIC_TITLE = ("Table 4: test metric (✓ converged, ✗ not, ? unknown; "
+                "≈ not distinguishable from the best (paired test, p ≥ 0.05))")
 #: The sentence under the verdict table.
 VERDICT_NOTE = (
     "Which method to use within a time budget and a memory budget: for each time budget, the method whose "
     "model, stopped at that time, has the best test metric (read from its anytime curve, "
     "figures/metric_vs_time.png; a method that finished later had no model yet). At the time limit, "
-    "'also ≈ best' lists the methods a paired test on the same test rows (McNemar's exact test for "
-    "accuracy, a paired bootstrap for RMSE, p ≥ 0.05) cannot tell from the best. Fit times measured "
+    "the last column lists the methods not distinguishable from the best by a paired test on the same "
+    "test rows (McNemar's exact test for accuracy, a paired bootstrap for RMSE, p ≥ 0.05): the gap may be "
+    "noise, and it may be large; it is not a finding that they are as good. Fit times measured "
     "under contention († in the time table) may be slower than on an idle machine.")
 
 

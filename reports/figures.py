@@ -396,7 +396,9 @@ def fig_metric_vs_time(points: pd.DataFrame, order=None):
     from matplotlib.lines import Line2D
 
     handles = [Line2D([], [], color=colour(m), marker="o", lw=1.8, label=m) for m in methods]
-    handles.append(Line2D([], [], color="0.4", marker="o", ms=10, mec="black", lw=0, label="final point"))
+    # neutral: a hollow black-edged marker, not a method's colour (grey is libsvm's)
+    handles.append(Line2D([], [], color="black", marker="o", ms=10, mfc="white", mec="black", mew=1.0, lw=0,
+                          label="final point"))
     fig.legend(handles=handles, loc="outside lower center", frameon=False, fontsize=12,
                ncol=min(6, len(handles)))
     fig.suptitle("Test metric vs fit time (small dots: checkpoints during the fit; large: final model)",

@@ -55,7 +55,8 @@ LEGEND = (
     "published results. "
     "vs best: the paired test of the cell's test predictions against the "
     "best cell's on the same test rows (McNemar's exact test for accuracy, "
-    "a paired bootstrap for RMSE); ≈ best: p ≥ 0.05, the gap may be noise. "
+    "a paired bootstrap for RMSE); ≈: not distinguishable from the best (paired test, p ≥ 0.05): the "
+    "gap, however large, may be noise; it does not say the two are as good. "
     "trivial: the model is no better than the majority class or the mean "
     "on the test rows (its metric says nothing of the method)."
 )
@@ -265,6 +266,13 @@ def best_cell(group: pd.DataFrame, column: str):
     return ok[column].idxmin() if lower else ok[column].idxmax()
 
 
+def _checkpoints_text(cell, ran: bool) -> str:
+    """Checkpoints read (median over the ok runs), and any damaged artifact of the cell's runs."""
+    text = f"{cell['n_checkpoints_median']:.0f}" if ran and pd.notna(cell.get("n_checkpoints_median")) else ""
+    damaged = cell.get("artifact_problems") or ""
+    return f"{text} ({damaged})" if text and damaged else (text or damaged)
+
+
 def best_cells(group: pd.DataFrame, column: str) -> list:
     """Indices of the best cell of one table row and of every cell that ties with it.
 
@@ -326,8 +334,7 @@ def details(cells: pd.DataFrame) -> pd.DataFrame:
             "value": _bold(value) if c.get("is_best") is True or idx in tied else value,
             "vs best (test, p)": c.get("vs_best") or "",
             "trivial": (f"trivial: {c.get('trivial_reason')}" if c.get("trivial") is True else ""),
-            "checkpoints": (f"{c['n_checkpoints_median']:.0f}" if ran and pd.notna(c.get("n_checkpoints_median"))
-                            else ""),
+            "checkpoints": _checkpoints_text(c, ran),
             "time (s)": time_text(c) if ran else "",
             "fit memory (MiB)": memory_text(c) if ran else "",
             "peak (MiB)": memory_text(c, "peak_rss_mib") if ran else "",

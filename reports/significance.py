@@ -64,8 +64,8 @@ class Comparison:
     detail: str
 
     def text(self) -> str:
-        """``≈ best (McNemar exact p=0.41; 3 vs 2 discordant)`` or ``worse (...)``."""
-        word = "≈ best" if self.same else "worse"
+        """``not distinguishable from the best (McNemar exact p=0.41; 3 vs 2 discordant)`` or ``worse (...)``."""
+        word = "not distinguishable from the best" if self.same else "worse"
         return f"{word} ({self.test} p={_p(self.p_value)}; {self.detail})"
 
 

@@ -191,8 +191,9 @@ def test_verdict_reads_the_curves(report):
     assert v.loc["10 s", "best method"] == "**libsvm**" and v.loc["10 s", "methods with a model"] == "4"
     # at the time limit: joker-exact (100 %); libsvm is within McNemar's reach, falkon is not
     last = v.loc["180 s (time limit)"]
-    assert last["best method"] == "**joker-exact**" and "libsvm" in last["also ≈ best"]
-    assert "falkon" not in last["also ≈ best"]
+    also = "also not distinguishable from the best (paired test, p ≥ 0.05)"
+    assert last["best method"] == "**joker-exact**" and "libsvm" in last[also]
+    assert "falkon" not in last[also]
 
 
 def test_report_files_verdict_first_bold_figures(report):
@@ -213,3 +214,106 @@ def test_report_files_verdict_first_bold_figures(report):
     assert not front.loc["falkon", "front_time"]  # libsvm is faster and better
     tex = rep.paths["latex"].read_text()
     assert "\\textbf{" in tex and "**" not in tex
+
+
+# ------------------------------------------------------------------ damaged artifacts (issue 42 review)
+@pytest.fixture(scope="module")
+def damaged(tmp_path_factory):
+    """The store of :func:`_store` with joker-exact's checkpoints.csv cut mid-row, falkon's predictions.npz
+    cut in half, eigenpro3's predictions.npz deleted, and an old run (no artifacts, no n_checkpoints)."""
+    from pathlib import Path
+
+    from mlflow import MlflowClient
+    from mlflow.entities import Metric
+
+    tmp = tmp_path_factory.mktemp("damaged")
+    uri, y = _store(tmp)
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.get_experiment_by_name("anytime").experiment_id
+    ids = {r.data.tags["method"]: r.info.run_id for r in client.search_runs([exp])}
+    folder = {m: Path(client.get_run(rid).info.artifact_uri) for m, rid in ids.items()}
+    csv = folder["joker-exact"] / "checkpoints.csv"
+    text = csv.read_text()
+    csv.write_text(text[: text.rindex(",") + 1])  # the last row loses its accuracy
+    npz = folder["falkon"] / "predictions.npz"
+    npz.write_bytes(npz.read_bytes()[: npz.stat().st_size // 2])
+    (folder["eigenpro3"] / "predictions.npz").unlink()
+    old = client.create_run(exp, start_time=int(time.time() * 1000), run_name="old", tags={
+        "method": "thundersvm", "dataset": "a9a", "budget": "cpu-4g", "task": "binary", "status": "ok",
+        "reason": "", "config_hash": "old", "seed": "0", "repetition": "0", "primary_metric": "test_accuracy"})
+    client.log_batch(old.info.run_id, metrics=[Metric(k, v, 0, 0) for k, v in
+                                               {"test_accuracy": 0.5, "fit_seconds": 1.0, "fit_rss_mib": 5.0}.items()])
+    client.set_terminated(old.info.run_id, "FINISHED")
+    lines = []
+    rep = build_report(uri, "anytime", out=tmp / "out", make_figures=False, echo=lines.append)
+    return rep, ids, lines
+
+
+def test_damaged_artifacts_are_one_line_each_and_old_runs_stay_silent(damaged):
+    rep, ids, lines = damaged
+    said = [ln for ln in lines if ln.startswith("reports: run ")]
+    assert len(said) == 3, said
+    assert said[0] == (f"reports: run {ids['joker-exact']} (joker-exact/a9a): checkpoints.csv truncated or corrupted "
+                       "(1 of 3 rows without a number); its anytime curve is its final point only")
+    assert said[1].startswith(f"reports: run {ids['falkon']} (falkon/a9a): predictions.npz unreadable (")
+    assert said[1].endswith("); its paired test is left out")
+    assert said[2] == (f"reports: run {ids['eigenpro3']} (eigenpro3/a9a): predictions.npz missing; "
+                       "its paired test is left out")
+    assert not any("thundersvm" in ln and ln.startswith("reports: run") for ln in lines)
+
+
+def test_damaged_artifacts_are_noted_beside_their_cells(damaged):
+    rep, ids, _ = damaged
+    cells = rep.cells
+    falkon, eigenpro = _cell(cells, "falkon"), _cell(cells, "eigenpro3")
+    assert falkon["same_as_best"] is None and np.isnan(falkon["p_value"])
+    assert falkon["vs_best"].startswith("not tested: predictions.npz unreadable (")
+    assert falkon["vs_best"].endswith(f") (run {ids['falkon']})")
+    assert eigenpro["vs_best"] == f"not tested: predictions.npz missing (run {ids['eigenpro3']})"
+    libsvm = _cell(cells, "libsvm")  # intact: still tested against the best
+    assert libsvm["same_as_best"] is True and libsvm["p_value"] == pytest.approx(0.0625)
+    # the checkpoints column counts what was read: 2 of joker-exact's 3 rows, falkon's 3, none of libsvm's
+    from reports import render
+
+    d = render.details(cells).set_index("method")
+    assert d.loc["joker-exact", "checkpoints"] == (
+        f"2 (checkpoints.csv truncated or corrupted (1 of 3 rows without a number) (run {ids['joker-exact']}))")
+    assert d.loc["falkon", "checkpoints"].startswith("3 (predictions.npz unreadable (")
+    assert d.loc["libsvm", "checkpoints"] == "0"
+    assert d.loc["thundersvm", "checkpoints"] == "" and d.loc["thundersvm", "vs best (test, p)"] == (
+        "not tested (no predictions of the same test rows)")
+    # the curve keeps joker-exact's two readable checkpoints and adds its final point from the metrics
+    pts = rep.points[rep.points["method"] == "joker-exact"]
+    assert pts["fit_seconds"].tolist() == [0.5, 5.0, 20.0] and pts["source"].tolist() == [
+        "checkpoint", "checkpoint", "final"]
+    md = rep.paths["markdown"].read_text()
+    assert f"not tested: predictions.npz missing (run {ids['eigenpro3']})" in md
+
+
+def test_final_point_legend_is_hollow_not_a_method_colour(report):
+    # review of issue 42: the 'final point' entry was grey (0.4), read as libsvm's colour
+    from matplotlib.colors import to_rgba
+
+    rep, _ = report
+    fig, _ = figures.fig_metric_vs_time(rep.points)
+    handles = {h.get_label(): h for h in fig.legends[0].legend_handles}
+    final = handles["final point"]
+    assert to_rgba(final.get_markerfacecolor()) == to_rgba("white")
+    assert to_rgba(final.get_markeredgecolor()) == to_rgba("black")
+    method_colours = {to_rgba(h.get_color()) for k, h in handles.items() if k != "final point"}
+    assert to_rgba(final.get_markerfacecolor()) not in method_colours
+    assert set(handles) == {"joker-exact", "falkon", "libsvm", "eigenpro3", "ipm-lowrank", "final point"}
+
+
+def test_approx_mark_is_worded_as_a_test_result_not_equivalence(report):
+    # review of issue 42: '≈ best' was read as "about as good"
+    rep, _ = report
+    words = "not distinguishable from the best (paired test, p ≥ 0.05)"
+    for path in (rep.paths["markdown"], rep.paths["html"]):
+        text = path.read_text()
+        assert f"## Table 4: test metric (✓ converged, ✗ not, ? unknown; ≈ {words})" in text or (
+            f"<h2>Table 4: test metric (✓ converged, ✗ not, ? unknown; ≈ {words})</h2>" in text)
+        assert f"also {words}" in text
+        assert "≈: not distinguishable from the best (paired test, p ≥ 0.05)" in text
+        assert "about as good" not in text and "also ≈ best" not in text
+    assert _cell(rep.cells, "libsvm")["vs_best"].startswith("not distinguishable from the best (McNemar exact p=0.062; ")

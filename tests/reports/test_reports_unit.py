@@ -217,7 +217,7 @@ def test_runs_not_used_are_listed_with_reasons(fake_store, fake_report):
     ({"status": ["ok"]}, lambda t: t["status"] == "ok"),
     ({"budget": ["cpu-1g"], "status": ["skipped", "error"]},
      lambda t: t["status"] in ("skipped", "error")),
-    ({"budget": ["gpu-10g"]}, lambda t: False),
+    ({"dataset": ["hepc"], "status": ["oom"]}, lambda t: False),  # known names, no run: an empty report
 ])
 def test_filters_keep_exactly_the_matching_runs(fake_store, filters, expect):
     uri = fake_store[0]
@@ -226,6 +226,12 @@ def test_filters_keep_exactly_the_matching_runs(fake_store, filters, expect):
     assert set(sel.runs["run_id"]) == {r for r, t in trials.items() if expect(t)}
     assert sel.n_filtered + len(sel.runs) + len(sel.skipped) == sel.n_trials
     assert sel.filters == filters
+
+
+def test_a_filter_name_absent_from_the_experiment_is_refused(fake_store):
+    # review of issue 42: a typo gave "No runs matched" and overwrote a good report
+    with pytest.raises(StoreError, match=r"^unknown budget 'gpu-10g' in experiment 'table4'; known: cpu-1g$"):
+        load_selection(fake_store[0], "table4", {"budget": ["gpu-10g"]})
 
 
 def test_default_experiment_is_the_most_recent_one(fake_store):
