@@ -21,8 +21,12 @@ no experiment's report is ever written over another's):
 and prints how many runs it used, the runs it did not use and why, the
 trials that did not end ok, the metric table, and finally the paths of
 the Markdown table and the HTML page. Exit status 1 when no run is used,
-2 when the store or experiment cannot be read, or when ``--out`` holds the
-report of another experiment (it is never overwritten).
+2 when the store or experiment cannot be read (a plain-folder or unreachable
+``--tracking-uri`` included), when a filter names a value no run of the
+experiment has, or when ``--out`` is a file, holds the report of another
+experiment or an unreadable ``report.json`` (it is never overwritten): one
+line on stderr, nothing written. A missing or damaged artifact of an ok run
+is one ``reports: run ...`` line each (:func:`reports.anytime.problem_line`).
 """
 
 from __future__ import annotations
