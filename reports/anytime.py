@@ -68,13 +68,23 @@ def _npz(path):
         return {k: z[k] for k in z.files}
 
 
+def _usable_rows(c: pd.DataFrame, metric_name) -> pd.Series:
+    """Rows with a fit time and either the metric or the recorder's ``nonfinite`` mark (a model that
+    scored NaN/inf: no metric by design, :meth:`joker.bench.trials.checkpoints.CheckpointRecorder.metrics`)."""
+    legit = (pd.to_numeric(c["nonfinite"], errors="coerce") == 1) if "nonfinite" in c else pd.Series(False, c.index)
+    value = (pd.to_numeric(c[metric_name], errors="coerce").notna() if metric_name in c
+             else pd.Series(False, c.index))
+    return pd.to_numeric(c["fit_seconds"], errors="coerce").notna() & (value | legit)
+
+
 def _checkpoint_problem(c: pd.DataFrame, metric_name, expected) -> str | None:
     """Why a read ``checkpoints.csv`` cannot be used in full, or ``None``."""
-    missing = [col for col in ("fit_seconds", metric_name) if col not in c]
-    if missing:
-        return f"unreadable (no column {', '.join(map(str, missing))})"
-    bad = int((pd.to_numeric(c["fit_seconds"], errors="coerce").isna()
-               | pd.to_numeric(c[metric_name], errors="coerce").isna()).sum())
+    if "fit_seconds" not in c:
+        return "unreadable (no column fit_seconds)"
+    usable = _usable_rows(c, metric_name)
+    if metric_name not in c and not usable.all():
+        return f"unreadable (no column {metric_name})"
+    bad = int((~usable).sum())
     if bad:
         return f"truncated or corrupted ({bad} of {len(c)} rows without a number)"
     if pd.notna(expected) and len(c) < int(expected):
@@ -125,9 +135,7 @@ def load_artifacts(client, runs: pd.DataFrame, problems: list | None = None) -> 
             if why and why.startswith("unreadable"):
                 c = None
             elif why:
-                keep = (pd.to_numeric(c["fit_seconds"], errors="coerce").notna()
-                        & pd.to_numeric(c[r["metric_name"]], errors="coerce").notna())
-                c = c[keep].reset_index(drop=True)
+                c = c[_usable_rows(c, r["metric_name"])].reset_index(drop=True)
         elif why:
             why = f"unreadable ({why})"
         elif new_record and (pd.isna(expected) or expected > 0):

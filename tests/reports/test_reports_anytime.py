@@ -317,3 +317,19 @@ def test_approx_mark_is_worded_as_a_test_result_not_equivalence(report):
         assert "≈: not distinguishable from the best (paired test, p ≥ 0.05)" in text
         assert "about as good" not in text and "also ≈ best" not in text
     assert _cell(rep.cells, "libsvm")["vs_best"].startswith("not distinguishable from the best (McNemar exact p=0.062; ")
+
+
+def test_checkpoint_rows_without_a_metric_by_design_are_not_damage():
+    # the recorder writes {"nonfinite": 1} for a model that scored NaN/inf: no test metric, not a truncation
+    c = pd.DataFrame({"checkpoint": [1, 2, 3], "fit_seconds": [0.1, 0.2, 0.3], "final": [0, 0, 1],
+                      "nonfinite": [1.0, np.nan, np.nan], "test_accuracy": [np.nan, 0.8, 0.9]})
+    assert anytime._checkpoint_problem(c, "test_accuracy", 3.0) is None
+    assert anytime._checkpoint_problem(c, "test_accuracy", 4.0) == "truncated (3 of 4 rows read)"
+    assert anytime._checkpoint_problem(c.drop(columns="nonfinite"), "test_accuracy", 3.0) == (
+        "truncated or corrupted (1 of 3 rows without a number)")
+    only_nan = pd.DataFrame({"fit_seconds": [0.1], "nonfinite": [1.0]})
+    assert anytime._checkpoint_problem(only_nan, "test_accuracy", 1.0) is None
+    assert anytime._checkpoint_problem(pd.DataFrame({"fit_seconds": [0.1]}), "test_rmse", 1.0) == (
+        "unreadable (no column test_rmse)")
+    assert anytime._checkpoint_problem(pd.DataFrame({"x": [1]}), "test_rmse", 1.0) == (
+        "unreadable (no column fit_seconds)")
