@@ -166,7 +166,8 @@ def problem_line(problem: dict) -> str:
     ``run <id> (<method>/<dataset>): predictions.npz unreadable (<error>); its paired test is left out``.
     """
     what = CONSEQUENCE.get(problem["file"], "its checkpoints and paired test are left out")
-    return f"run {problem['run_id']} ({problem['method']}/{problem['dataset']}): {problem['file']} {problem['problem']}; {what}"
+    who = f"run {problem['run_id']} ({problem['method']}/{problem['dataset']})"
+    return f"{who}: {problem['file']} {problem['problem']}; {what}"
 
 
 def read_counts(runs: pd.DataFrame, checkpoints: dict, problems: list) -> pd.Series:

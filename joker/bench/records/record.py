@@ -164,7 +164,8 @@ def connect_problem(uri: str, timeout_s: float | None = None) -> str | None:
         return None
     if not host or port is None:
         return None
-    if scheme in ("http", "https") and urllib.request.getproxies().get(scheme) and not urllib.request.proxy_bypass(host):
+    proxied = scheme in ("http", "https") and urllib.request.getproxies().get(scheme)
+    if proxied and not urllib.request.proxy_bypass(host):
         return None
     wait = CONNECT_TIMEOUT_S if timeout_s is None else timeout_s
     try:
