@@ -78,7 +78,10 @@ def test_falkon_cpu_plan_unchanged():
     data = 8 * (20_000 * 10 + 2 * 20_000)
     room = b.host_bytes - data - 16 * MIB
     assert falkon_pc(plan["M"], 10, 8) <= room < falkon_pc(plan["M"] + 1, 10, 8)
-    assert plan["est_bytes"] == b.host_bytes and "max_gpu_mem" not in plan
+    # the kernel blocks get max_block_mib (16 MiB, issue 40), not the rest of the budget: the estimate is
+    # data + preconditioner + that block, within the budget
+    assert plan["max_cpu_mem"] == 16 * MIB and "max_gpu_mem" not in plan
+    assert plan["est_bytes"] == data + plan["pc_bytes"] + 16 * MIB <= b.host_bytes
 
 
 @pytest.mark.parametrize("cls", [FalkonAdapter, LogFalkonAdapter])
