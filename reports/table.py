@@ -45,8 +45,9 @@ QUANTITIES = ("metric", "fit_seconds", "memory_mib", "peak_rss_mib", "gpu_mib",
 SEED_PARAMS = ("seed", "repetition", "random_state", "rep", "data_seed",
                "base_seed", "sigma_value")
 #: Params never used to tell variants apart: the key's own groups, the
-#: adapter's derived plan, and bookkeeping (paths, hashes, job ids).
-NOT_VARIANT = ("params.plan.", "params.dataset.", "params.budget.")
+#: adapter's derived plan and stated problem (``problem.target`` carries the training rows'
+#: mean and std, which differ with the size of a scaling sweep), and bookkeeping (paths, hashes, job ids).
+NOT_VARIANT = ("params.plan.", "params.dataset.", "params.budget.", "params.problem.")
 NOT_VARIANT_WORDS = ("path", "dir", "uri", "hash", "job")
 #: Dataset params that do make a variant: runs at different training or test sizes (a scaling sweep).
 SIZE_PARAMS = ("params.dataset.n_train", "params.dataset.n_test")

@@ -375,6 +375,12 @@ def _collect(out: Outcome, workdir: Path, samples: Any, reaper_code: int | None)
     out.peak_gpu_bytes = samples.peak_gpu
     out.min_available_bytes = samples.min_available
     out.result = _read_json(workdir / "result.json")
+    # The child resets its kernel peak counter around the anytime checkpoints' evaluations (FitMemory.pause /
+    # resume), which also lowers what rusage's maxrss reports; the fit's own peak, held aside by the child,
+    # is part of the process's peak.
+    held = (out.result or {}).get("fit_peak_rss_bytes")
+    if isinstance(held, (int, float)) and held > (out.peak_rss_bytes or 0):
+        out.peak_rss_bytes = int(held)
     out.progress = _read_json(workdir / "progress.json") or {}
     out.stderr_tail = tail(workdir / "stderr.txt")
 

@@ -553,6 +553,7 @@ def _fit_and_predict(spec: TrialSpec, adapter: Adapter, ds: Any, progress: Progr
     used = meter.stop()
     m["fit_rss_mib"] = used.fit_bytes / MIB
     res["fit_memory_method"] = used.method
+    res["fit_peak_rss_bytes"] = int(used.peak)  # the process peak includes it (runner._collect)
     progress("metrics")
     scored = False
     try:
