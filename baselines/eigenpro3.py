@@ -205,8 +205,13 @@ class EigenPro3Adapter(EpochAdapter):
         Model size p; None: the largest that fits the budget, capped by
         ``n`` and ``max_centers``.
     max_centers : int, default 20000
-    epochs : int, default 10
-        Epochs before stopping (the only stopping rule: early stopping).
+    epochs : int or None, default None
+        Epochs before stopping (early stopping is the regulariser). None:
+        as many as the shared time budget allows, at most ``max_epochs``,
+        ended earlier by the adapter's plateau rule
+        (:class:`baselines.epochwise.EpochAdapter`).
+    max_epochs : int, default 100
+        Cap of the epochs when ``epochs`` is None.
     n_nystrom : int, default 5000
         Nystroem samples of the data preconditioner (upstream default).
     preconditioner_level : int, default 500
@@ -250,11 +255,11 @@ class EigenPro3Adapter(EpochAdapter):
     distribution = "eigenpro3"
     losses = {"regression": ("squared",), "binary": ("squared",), "multiclass": ("squared",)}
     devices = ("cpu", "cuda")
-    option_defaults = {"n_centers": None, "max_centers": 20_000, "epochs": 10, "n_nystrom": 5000,
+    option_defaults = {"n_centers": None, "max_centers": 20_000, "epochs": None, "max_epochs": 100, "n_nystrom": 5000,
                        "preconditioner_level": 500, "max_batch": 8192, "plateau_rtol": 1e-3,
                        "check_divergence": True}
-    positive_int_options = ("max_centers", "epochs", "n_nystrom", "preconditioner_level", "max_batch")
-    option_kinds = {"n_centers": "int"}
+    positive_int_options = ("max_centers", "max_epochs", "n_nystrom", "preconditioner_level", "max_batch")
+    option_kinds = {"n_centers": "int", "epochs": "int"}
     signal = "training error per epoch"
     uses_lam = False  # no regulariser: early stopping by epochs
     check_divergence = True
@@ -358,10 +363,12 @@ class EigenPro3Adapter(EpochAdapter):
             cap_batch(model, self._batch(n))
             model.train_loaders = [HostBatches(Xt, Y, model.batch_size)]
             self.model_ = model
-            for epoch in range(int(self.plan_["epochs"])):  # the option, or fewer when the time plan lowered it
+            for epoch in range(int(self.plan_["epochs"])):  # the option, or what the time plan sized
                 model.epoch = epoch
                 model.fit_epoch(model.train_loaders)
                 self._record_epoch(X[check_rows], target[check_rows], started)
+                if self.stop_requested:  # epochs=None: the plateau rule (EpochAdapter)
+                    break
         self.plan_ = {**self.plan_, "n_nystrom_used": s, "preconditioner_level_used": q,
                       "batch_size": int(model.batch_size),
                       "lr": float(model.lr)}
@@ -427,7 +434,7 @@ class EigenPro3Adapter(EpochAdapter):
             "conversions": {
                 "bandwidth": self.sigma,
                 "lam": "not used: EigenPro3 has no regulariser",
-                "epochs": int(self.plan_["epochs"]) if self.plan_ else int(self.options["epochs"]),
+                "epochs": int(self.plan_["epochs"]) if self.plan_ else self.options["epochs"],
                 "formulas": {"bandwidth": "sigma, unchanged (eigenpro3.kernels.gaussian: exp(-||x-z||^2/(2 s^2)))",
                              "lam": "early stopping after `epochs` epochs replaces regularisation"},
             },

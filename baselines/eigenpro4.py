@@ -314,6 +314,10 @@ class EigensystemOnce:
         return self._upstream(samples, q, kernel_fn)
 
 
+class _PlateauStop(Exception):
+    """Raised from the epoch hook to end ``solver.fit``'s epoch loop (the model is as last scored)."""
+
+
 class _EpochMetrics:
     """Stand-in for ``eigenpro.utils.metrics`` inside ``solver.fit``: the adapter's per-epoch training error."""
 
@@ -323,6 +327,8 @@ class _EpochMetrics:
     def get_performance(self, model: Any, x: Any, y: Any, batch_size: int = 1024) -> tuple[float, float]:
         """Record the epoch; return ``(MSE, accuracy)`` for upstream's epoch table (NaN where undefined)."""
         err = self._adapter._record_epoch(self._X, self._target, self._started)
+        if self._adapter.stop_requested:  # epochs=None: the plateau rule; ends upstream's epoch loop here
+            raise _PlateauStop
         if self._adapter.task == "regression":
             return err * err, float("nan")
         return float("nan"), 1.0 - err
@@ -337,8 +343,13 @@ class EigenPro4Adapter(EpochAdapter):
         Model size P; None: the largest that fits the budget, capped by
         ``n`` and ``max_centers``.
     max_centers : int, default 20000
-    epochs : int, default 10
-        Epochs before stopping (the only stopping rule: early stopping).
+    epochs : int or None, default None
+        Epochs before stopping (early stopping is the regulariser). None:
+        as many as the shared time budget allows, at most ``max_epochs``,
+        ended earlier by the adapter's plateau rule
+        (:class:`baselines.epochwise.EpochAdapter`).
+    max_epochs : int, default 100
+        Cap of the epochs when ``epochs`` is None.
     n_nystrom_data : int, default 3000
         Nystroem rows of the data preconditioner (upstream default; capped by ``n``).
     data_level : int, default 150
@@ -370,11 +381,11 @@ class EigenPro4Adapter(EpochAdapter):
     distribution = "eigenpro"
     losses = {"regression": ("squared",), "binary": ("squared",), "multiclass": ("squared",)}
     devices = ("cpu", "cuda")
-    option_defaults = {"n_centers": None, "max_centers": 20_000, "epochs": 10, "n_nystrom_data": 3000,
+    option_defaults = {"n_centers": None, "max_centers": 20_000, "epochs": None, "max_epochs": 100, "n_nystrom_data": 3000,
                        "data_level": 150, "n_nystrom_model": 3000, "model_level": 150, "max_critical_ratio": 0.25, "plateau_rtol": 1e-3,
                        "check_divergence": True}
-    positive_int_options = ("max_centers", "epochs", "n_nystrom_data", "data_level", "n_nystrom_model", "model_level")
-    option_kinds = {"n_centers": "int"}
+    positive_int_options = ("max_centers", "max_epochs", "n_nystrom_data", "data_level", "n_nystrom_model", "model_level")
+    option_kinds = {"n_centers": "int", "epochs": "int"}
     signal = "training error per epoch"
     uses_lam = False  # no regulariser: early stopping by epochs
     check_divergence = True
@@ -499,11 +510,14 @@ class EigenPro4Adapter(EpochAdapter):
                 with mock.patch.object(ep.keigh, "top_eigensystem", spectrum), \
                         mock.patch.object(ep.solver, "metrics", metrics), \
                         mock.patch.object(ep.solver, "tqdm", silent), mock.patch.object(ep.projector, "tqdm", silent):
-                    ep.solver.fit(model, Xt, Y, Xt[check_rows], Y[check_rows], device, dtype=tdtype, kernel=kernel,
-                                  n_data_pcd_nyst_samples=s, n_model_pcd_nyst_samples=s_m,
-                                  n_data_pcd_eigenvals=q, n_model_pcd_eigenvals=q_m,
-                                  tmp_centers_coeff=TMP_CENTERS_COEFF, wandb=None, T=None,
-                                  epochs=int(self.plan_["epochs"]), accumulated_gradients=not every_row)
+                    try:
+                        ep.solver.fit(model, Xt, Y, Xt[check_rows], Y[check_rows], device, dtype=tdtype,
+                                      kernel=kernel, n_data_pcd_nyst_samples=s, n_model_pcd_nyst_samples=s_m,
+                                      n_data_pcd_eigenvals=q, n_model_pcd_eigenvals=q_m,
+                                      tmp_centers_coeff=TMP_CENTERS_COEFF, wandb=None, T=None,
+                                      epochs=int(self.plan_["epochs"]), accumulated_gradients=not every_row)
+                    except _PlateauStop:  # after its epoch-end metrics call: the epoch's projection is done
+                        pass
         finally:
             np.random.set_state(numpy_state)
         self.plan_ = {**self.plan_, "n_centers_used": p, "data_level_used": q, "model_level_used": q_m,
@@ -536,7 +550,7 @@ class EigenPro4Adapter(EpochAdapter):
             "conversions": {
                 "bandwidth": self.sigma,
                 "lam": "not used: EigenPro 4 has no regulariser",
-                "epochs": int(self.plan_["epochs"]) if self.plan_ else int(self.options["epochs"]),
+                "epochs": int(self.plan_["epochs"]) if self.plan_ else self.options["epochs"],
                 "n_data_pcd_eigenvals": plan.get("data_level_used", plan.get("data_level")),
                 "n_model_pcd_eigenvals": plan.get("model_level_used", plan.get("model_level")),
                 "accumulated_gradients": plan.get("accumulated_gradients"),

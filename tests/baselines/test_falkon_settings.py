@@ -134,3 +134,29 @@ def test_eigenpro_short_fit_names_its_cause_not_a_divergence():
     assert f"the targets' mean {np.mean(y):.4g}" in message
     report = adapter.convergence()
     assert report["diverged"] is True and report["reason"] == message.split(": ", 1)[1]
+
+
+@pytest.mark.parametrize("method", ["eigenpro3", "eigenpro4"])
+def test_eigenpro_default_epochs_end_at_the_plateau_rule(method, data):
+    """epochs=None: the fit ends at the first epoch where the training squared loss has not improved by a
+    relative plateau_rtol for PLATEAU_PATIENCE epochs, and the model kept is the one last scored (issue 40)."""
+    require(method)
+    from baselines.epochwise import PLATEAU, PLATEAU_PATIENCE as P
+
+    X, y, sigma = data
+    centres = {"eigenpro3": 50, "eigenpro4": 200}[method]   # measured: plateau at epoch 82 and 13 of 150
+    adapter = get_adapter(method, task="binary", loss="squared", sigma=sigma, lam=1.0, n_centers=centres,
+                          max_epochs=150).fit(X, y)
+    report = adapter.convergence()
+    losses = [h["train_loss"] for h in report["history"]]
+    rtol = adapter.options["plateau_rtol"]
+
+    def rule(values):
+        return len(values) > P and min(values[-P:]) > (1 - rtol) * min(values[:-P])
+
+    assert report["stopped"] == PLATEAU and report["converged"] is True
+    assert rule(losses) and not any(rule(losses[:k]) for k in range(1, len(losses)))
+    assert report["epochs"] == len(losses) < 150
+    # the loss is EigenPro's objective on the training rows (all 600 < CHECK_ROWS), for the model returned
+    signs = np.where(adapter._encode_y(y, len(y)) > 0, 1.0, -1.0)
+    assert losses[-1] == pytest.approx(np.mean((adapter.decision_function(X) - signs) ** 2), rel=1e-4)

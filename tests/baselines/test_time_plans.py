@@ -99,7 +99,7 @@ def test_falkon_says_when_even_the_smallest_m_is_over(fixed_pace):
 
 def test_eigenpro3_lowers_epochs_then_sizes_centres_for_them(fixed_pace):
     n, d = HEPC
-    plan = make(EigenPro3Adapter, "regression").plan(budget(600.0), n, d)
+    plan = make(EigenPro3Adapter, "regression", epochs=10).plan(budget(600.0), n, d)
     s, limit = 5000, FIT_TIME_SHARE * 600.0
     epoch = lambda p: n * (1.5 * p + s) * PACE  # noqa: E731  (EigenPro3Adapter._epoch_entries)
     epochs = int(limit // epoch(MIN_TIMED_SIZE))
@@ -108,7 +108,7 @@ def test_eigenpro3_lowers_epochs_then_sizes_centres_for_them(fixed_pace):
     assert epochs * epoch(p) <= limit < epochs * epoch(p + 1)
     assert plan["time_reason"].startswith(f"epochs 10 -> {epochs}")
     # one epoch of even 64 centres is over the limit: 1 epoch, 64 centres, and the reason says so
-    tight = make(EigenPro3Adapter, "regression").plan(budget(100.0), n, d)
+    tight = make(EigenPro3Adapter, "regression", epochs=10).plan(budget(100.0), n, d)
     assert (tight["epochs"], tight["n_centers"]) == (1, MIN_TIMED_SIZE) and "still over" in tight["time_reason"]
 
 
@@ -119,7 +119,7 @@ def ep4_epoch(n, p):
 
 def test_eigenpro4_keeps_its_epochs_when_they_fit(fixed_pace):
     n, d = 49_990, 22
-    plan = make(EigenPro4Adapter, "binary").plan(budget(150.0), n, d)
+    plan = make(EigenPro4Adapter, "binary", epochs=10).plan(budget(150.0), n, d)
     assert plan["epochs"] == 10 and "epochs 10 ->" not in plan["time_reason"]
     p = plan["n_centers"]
     assert 10 * ep4_epoch(n, p) <= FIT_TIME_SHARE * 150.0 < 10 * ep4_epoch(n, p + 1)
@@ -197,8 +197,33 @@ def test_falkon_reason_shows_why_the_shared_budget_forbids_m_of_sqrt_n(fixed_pac
 
 
 def test_eigenpro_centres_given_are_not_capped(fixed_pace):
-    plan = make(EigenPro3Adapter, "regression", n_centers=3000).plan(budget(30.0), *HEPC)  # the time rule: far fewer
-    assert plan["n_centers"] == 3000 and plan["epochs"] == 10 and "time_reason" not in plan
+    plan = make(EigenPro3Adapter, "regression", n_centers=3000, epochs=10).plan(budget(30.0), *HEPC)
+    assert plan["n_centers"] == 3000 and plan["epochs"] == 10 and "time_reason" not in plan  # time: far fewer
+
+
+@pytest.mark.parametrize("cls,task,n,d", [(EigenPro3Adapter, "regression", 20_000, 10),
+                                          (EigenPro4Adapter, "regression", 20_000, 10),
+                                          (EigenPro3Adapter, "binary", 49_990, 22),
+                                          (EigenPro4Adapter, "binary", 49_990, 22)])
+def test_eigenpro_epochs_fill_the_shared_time_by_default(fixed_pace, cls, task, n, d):
+    """epochs=None (default): centres sized for AUTO_MIN_EPOCHS epochs, then as many epochs as fit the share
+    (at most max_epochs); an explicit epochs count keeps upstream's fixed epochs (issue 40, item 3)."""
+    from baselines.epochwise import AUTO_MIN_EPOCHS
+
+    limit = FIT_TIME_SHARE * 600.0
+    fixed = make(cls, task, epochs=AUTO_MIN_EPOCHS).plan(budget(600.0), n, d)
+    auto = make(cls, task).plan(budget(600.0), n, d)
+    one = make(cls, task)._epoch_seconds(n, auto["n_centers"], PACE)
+    assert auto["n_centers"] == fixed["n_centers"]
+    assert auto["epochs"] == min(100, int(limit // one)) > AUTO_MIN_EPOCHS
+    assert auto["predicted_fit_s"] == pytest.approx(auto["epochs"] * one) and auto["predicted_fit_s"] <= limit
+    assert f"epochs {auto['epochs']}: as many as fit at {auto['n_centers']} centres" in auto["time_reason"]
+    capped = make(cls, task, max_epochs=12).plan(budget(600.0), n, d)
+    assert capped["epochs"] == 12
+    given = make(cls, task, n_centers=1000).plan(budget(600.0), n, d)   # centres given: only the epochs are sized
+    assert given["n_centers"] == 1000
+    assert given["epochs"] == min(100, int(limit // make(cls, task)._epoch_seconds(n, 1000, PACE)))
+    assert make(cls, task).plan(Budget("cpu-4g", 4096 << 20), n, d)["epochs"] == 100  # no time budget: the cap
 
 
 def test_eigenpro3_cpu_plan_caps_the_batch_so_full_hepc_fits_memory():
@@ -225,6 +250,7 @@ def test_ipm_rank_is_the_largest_halving_that_fits_the_time(monkeypatch):
 @pytest.mark.parametrize("cls,task,key", [
     (EigenPro3Adapter, "regression", "epochs"), (EigenPro3Adapter, "regression", "max_batch"),
     (EigenPro4Adapter, "regression", "epochs"), (EigenPro4Adapter, "regression", "max_centers"),
+    (EigenPro3Adapter, "regression", "max_epochs"), (EigenPro4Adapter, "regression", "max_epochs"),
 ])
 @pytest.mark.parametrize("value", [0, -1, 2.5, True])
 def test_eigenpro_sizes_the_time_plan_reads_must_be_positive_integers(cls, task, key, value):
