@@ -424,4 +424,5 @@ def main(argv=None) -> int:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         print(f"reports: cannot read the MLflow store: {type(err).__name__}: {first}", file=sys.stderr)
         return 2
-    return 0 if len(rep.runs) else 1
+    tuned = rep.tuned_cells is not None and len(rep.tuned_cells)
+    return 0 if len(rep.runs) or tuned else 1  # a tune=true sweep with tuning.untuned=false has tuned runs only

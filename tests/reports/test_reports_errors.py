@@ -86,3 +86,22 @@ def test_an_unreachable_tracking_server_fails_at_once(tmp_path, capsys, monkeypa
         f"reports: tracking server http://127.0.0.1:{port}: cannot connect to 127.0.0.1:{port} "
         "(Connection refused); is the tracking server running?")
     assert not (tmp_path / "o").exists()
+
+
+def test_exit_status_counts_tuned_runs_too(monkeypatch, tmp_path):
+    """A tune=true sweep with tuning.untuned=false has only tuned runs: its report is written, exit 0 (was 1)."""
+    import types
+
+    import pandas as pd
+
+    import reports.cli as cli
+
+    def fake(runs, tuned):
+        return lambda *a, **k: types.SimpleNamespace(runs=pd.DataFrame(index=range(runs)),
+                                                     tuned_cells=None if tuned is None else
+                                                     pd.DataFrame(index=range(tuned)))
+
+    argv = ["--tracking-uri", f"sqlite:///{tmp_path / 'm.db'}", "--out", str(tmp_path / "o")]
+    for runs, tuned, status in ((0, 3, 0), (2, None, 0), (0, None, 1), (0, 0, 1)):
+        monkeypatch.setattr(cli, "build_report", fake(runs, tuned))
+        assert cli.main(argv) == status, (runs, tuned)
