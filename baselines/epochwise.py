@@ -40,7 +40,7 @@ PLATEAU = "plateau"
 AUTO_MIN_EPOCHS = 10
 #: Epochs without a relative improvement of ``plateau_rtol`` in the training squared loss before an
 #: ``epochs=None`` fit stops.
-PLATEAU_PATIENCE = 3
+PLATEAU_PATIENCE = 5
 
 #: Share of the GPU budget an EigenPro device estimate may take (the allocator is capped at the budget;
 #: the rest absorbs its rounding and upstream temporaries, as Falkon's ``max_gpu_mem`` does).
