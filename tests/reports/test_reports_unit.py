@@ -431,3 +431,13 @@ def test_cells_that_tie_on_the_best_value_as_shown_are_all_bold(fake_report):
     assert row[render._label(cells.loc[b])].startswith("**65.40 ")
     details = render.details(cells)
     assert sorted(details.loc[details["value"].str.startswith("**"), "method"]) == bold
+
+
+def test_every_method_has_its_own_colour():
+    """12 methods on tab10 repeated colours (askotch as joker-exact, torchkm as joker-inexact) in every figure."""
+    from reports.figures import PALETTE
+    from reports.table import METHOD_ORDER
+
+    assert set(PALETTE) == set(METHOD_ORDER)
+    rgb = [tuple(round(c, 3) for c in PALETTE[m]) for m in METHOD_ORDER]
+    assert len(set(rgb)) == len(rgb)
