@@ -11,7 +11,9 @@ own guidance (``LogisticFalkon`` notes) and the ijcnn1 anchor run
 3, 3, 3, 8, 8 CG iterations), the path is ``path_steps`` penalties spaced
 geometrically from ``path_start`` down to the target, with ``path_iters``
 CG iterations each, then ``final_steps`` more steps at the target with
-``final_iters`` each. It always ends at the target. If the target is above
+``final_iters`` each (by default as many as the shared time budget allows,
+at most ``max_final_steps``: :meth:`LogFalkonAdapter._size_final_steps`).
+It always ends at the target. If the target is above
 ``path_start`` every step uses the target.
 
 Convergence: training error rate and mean logistic loss after each Newton
@@ -33,7 +35,11 @@ from .base import CHECK_ROWS, Budget, relative_plateau
 from .conventions import logfalkon_penalty
 from .falkon import FalkonFamily, falkon_error_fn, iterate_decision, mean_logistic_loss
 
-__all__ = ["LogFalkonAdapter", "penalty_path"]
+__all__ = ["LogFalkonAdapter", "MIN_FINAL_STEPS", "penalty_path"]
+
+#: With ``final_steps=None``, M is sized for this many Newton steps at the target penalty; the steps then
+#: grow to fill the shared time (at most ``max_final_steps``).
+MIN_FINAL_STEPS = 2
 
 
 def penalty_path(target: float, start: float = 1e-3, path_steps: int = 3, path_iters: int = 3,
@@ -84,30 +90,92 @@ class LogFalkonAdapter(FalkonFamily):
     path_start : float, default 1e-3
     path_steps : int, default 3
     path_iters : int, default 3
-    final_steps : int, default 2
+    final_steps : int or None, default None
+        Newton steps at the target penalty after the path. None: sized to
+        the shared time budget like every plan (docs/contracts.md, "One
+        budget per cell"): M is planned for ``MIN_FINAL_STEPS`` of them, then
+        the steps grow to as many as the share allows at the measured pace,
+        at most ``max_final_steps``; without a time budget
+        ``MIN_FINAL_STEPS``. At the old fixed 2, LogFalkon used 5-7 s of a
+        300 s share and its training logistic loss still moved by 0.4-8 %
+        over the last step (a9a, ijcnn1, Skin: the ✗ cells of 2026-12-05).
+    max_final_steps : int, default 10
     final_iters : int, default 8
     """
 
     name = "logfalkon"
     losses = {"binary": ("logistic",)}
     option_defaults = {**FalkonFamily.common_options, "path_start": 1e-3, "path_steps": 3, "path_iters": 3,
-                       "final_steps": 2, "final_iters": 8}
+                       "final_steps": None, "max_final_steps": 10, "final_iters": 8}
+    option_kinds = {**FalkonFamily.option_kinds, "final_steps": "int"}
     signal = "training error after each Newton step (LogisticFalkon error_fn callback)"
 
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        steps = self.options["final_steps"]
+        if steps is not None and (isinstance(steps, bool) or not float(steps).is_integer() or steps < 0):
+            raise ValueError(f"{self.name}: option final_steps must be an integer >= 0 or None (sized to the "
+                             f"time budget), got {steps!r}")
+        cap = self.options["max_final_steps"]
+        if isinstance(cap, bool) or not isinstance(cap, int) or cap < MIN_FINAL_STEPS:
+            raise ValueError(f"{self.name}: option max_final_steps must be an integer >= {MIN_FINAL_STEPS}, "
+                             f"got {cap!r}")
+        self._steps: int | None = None if steps is None else int(steps)
+
+    def _final_steps(self) -> int:
+        """Newton steps at the target: the option, the plan's, or ``MIN_FINAL_STEPS`` before a plan."""
+        if self.options["final_steps"] is not None:
+            return int(self.options["final_steps"])
+        return self._steps if self._steps is not None else MIN_FINAL_STEPS
+
     def _plan(self, budget: Budget, n: int, d: int) -> dict[str, Any]:
-        plan = super()._plan(budget, n, d)
+        self._steps = None if self.options["final_steps"] is None else int(self.options["final_steps"])
+        plan = super()._plan(budget, n, d)  # M for MIN_FINAL_STEPS (or the given) steps
+        if self.options["final_steps"] is None:
+            plan = {**plan, **self._size_final_steps(budget, n, d, int(plan["M"]))}
         penalties, iters = self._path(n)
-        return {**plan, "penalty_list": penalties, "iter_list": iters}
+        return {**plan, "penalty_list": penalties, "iter_list": iters, "final_steps": self._final_steps()}
+
+    def _size_final_steps(self, budget: Budget, n: int, d: int, M: int) -> dict[str, Any]:
+        """``final_steps`` to fill the shared time at the plan's M: ``MIN_FINAL_STEPS`` + what the rest allows.
+
+        The fit is priced as :meth:`_kernel_passes` blocks of ``n x M`` kernel
+        entries at the measured pace (:func:`baselines.pace.kernel_entry_seconds`);
+        each further step costs ``final_iters + 1`` passes plus its callback.
+        Sets ``self._steps``; returns the plan's record (empty without a time
+        budget, where the steps stay ``MIN_FINAL_STEPS``).
+        """
+        from .pace import kernel_entry_seconds
+
+        cap = int(self.options["max_final_steps"])
+        self._steps = MIN_FINAL_STEPS
+        found = self._time_limit(budget)
+        if found is None:
+            return {}
+        limit, origin = found
+        pace = kernel_entry_seconds(int(d), self.dtype, self.n_threads)
+        per_pass = n * M * pace
+        while self._steps < cap:
+            self._steps += 1
+            if self._kernel_passes() * per_pass > limit:
+                self._steps -= 1
+                break
+        seconds = self._kernel_passes() * per_pass
+        why = (f"final_steps {self._steps}: as many Newton steps at the target as fit (at most max_final_steps = "
+               f"{cap}): {self._kernel_passes():g} passes of n x M = {n} x {M} kernel entries at {pace * 1e9:.2f} ns "
+               f"= {seconds:.3g} s, {'within' if seconds <= limit else 'over'} {origin}")
+        return {"time_limit_s": limit, "kernel_entry_ns": pace * 1e9, "predicted_fit_s": seconds,
+                "steps_reason": why}
 
     def _path(self, n: int) -> tuple[list[float], list[int]]:
         o = self.options
         return penalty_path(logfalkon_penalty(self.lam, n), o["path_start"], o["path_steps"], o["path_iters"],
-                            o["final_steps"], o["final_iters"])
+                            self._final_steps(), o["final_iters"])
 
     def _cg_iterations(self) -> int:
         """CG iterations of one fit: ``path_iters`` per path step, ``final_iters`` per final step."""
         o = self.options
-        return int(o["path_steps"]) * int(o["path_iters"]) + int(o["final_steps"]) * int(o["final_iters"])
+        return int(o["path_steps"]) * int(o["path_iters"]) + self._final_steps() * int(o["final_iters"])
 
     def _kernel_passes(self) -> float:
         """Blocks of ``n x M`` kernel entries one fit computes (the time-aware plan's cost model).
@@ -117,7 +185,7 @@ class LogFalkonAdapter(FalkonFamily):
         (every ``error_every`` steps).
         """
         o, every = self.options, self.options["error_every"]
-        steps = int(o["path_steps"]) + int(o["final_steps"])
+        steps = int(o["path_steps"]) + self._final_steps()
         return self._cg_iterations() + steps + (math.ceil(steps / int(every)) if every else 0)
 
     def _fit(self, X: np.ndarray, target: np.ndarray) -> None:
