@@ -99,14 +99,14 @@ class LogFalkonAdapter(FalkonFamily):
         ``MIN_FINAL_STEPS``. At the old fixed 2, LogFalkon used 5-7 s of a
         300 s share and its training logistic loss still moved by 0.4-8 %
         over the last step (a9a, ijcnn1, Skin: the ✗ cells of 2026-12-05).
-    max_final_steps : int, default 10
+    max_final_steps : int, default 6
     final_iters : int, default 8
     """
 
     name = "logfalkon"
     losses = {"binary": ("logistic",)}
     option_defaults = {**FalkonFamily.common_options, "path_start": 1e-3, "path_steps": 3, "path_iters": 3,
-                       "final_steps": None, "max_final_steps": 10, "final_iters": 8}
+                       "final_steps": None, "max_final_steps": 6, "final_iters": 8}
     option_kinds = {**FalkonFamily.option_kinds, "final_steps": "int"}
     signal = "training error after each Newton step (LogisticFalkon error_fn callback)"
 
