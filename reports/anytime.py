@@ -32,7 +32,7 @@ ALSO = "also not distinguishable from the best (paired test, p ≥ 0.05)"
 #: Time budgets (s) of the verdict, besides each cell's own time limit.
 TIME_BUDGETS = (1.0, 10.0, 60.0)
 CURVE_COLUMNS = ["run_id", "dataset", "budget", "method", "variant", "label", "metric_name", "fit_seconds",
-                 "metric", "final", "source"]
+                 "metric", "final", "source", "rows", "n_all"]
 
 
 def lower_is_better(metric_name) -> bool:
@@ -48,7 +48,8 @@ def label(method, variant) -> str:
 
 #: What a damaged artifact costs the report, after ``; `` in its warning line.
 CONSEQUENCE = {"checkpoints.csv": "its anytime curve is its final point only",
-               "predictions.npz": "its paired test is left out"}
+               "predictions.npz": "its paired test is left out (and its final point on the curves' test rows "
+                                  "when they are a subset)"}
 
 
 def _artifact(client, run_id: str, name: str, names: set, read):
@@ -68,13 +69,22 @@ def _npz(path):
         return {k: z[k] for k in z.files}
 
 
+#: Bookkeeping columns of ``checkpoints.csv`` that must hold numbers where present (the recorder writes them all).
+NUMERIC_COLUMNS = ("checkpoint", "call", "final", "n_test_rows")
+
+
 def _usable_rows(c: pd.DataFrame, metric_name) -> pd.Series:
-    """Rows with a fit time and either the metric or the recorder's ``nonfinite`` mark (a model that
-    scored NaN/inf: no metric by design, :meth:`joker.bench.trials.checkpoints.CheckpointRecorder.metrics`)."""
+    """Rows with a fit time, numbers in the :data:`NUMERIC_COLUMNS` present, and either the metric or the
+    recorder's ``nonfinite`` mark (a model that scored NaN/inf: no metric by design,
+    :meth:`joker.bench.trials.checkpoints.CheckpointRecorder.metrics`)."""
     legit = (pd.to_numeric(c["nonfinite"], errors="coerce") == 1) if "nonfinite" in c else pd.Series(False, c.index)
     value = (pd.to_numeric(c[metric_name], errors="coerce").notna() if metric_name in c
              else pd.Series(False, c.index))
-    return pd.to_numeric(c["fit_seconds"], errors="coerce").notna() & (value | legit)
+    ok = pd.to_numeric(c["fit_seconds"], errors="coerce").notna() & (value | legit)
+    for col in NUMERIC_COLUMNS:
+        if col in c:
+            ok &= pd.to_numeric(c[col], errors="coerce").notna()
+    return ok
 
 
 def _checkpoint_problem(c: pd.DataFrame, metric_name, expected) -> str | None:
@@ -141,7 +151,7 @@ def load_artifacts(client, runs: pd.DataFrame, problems: list | None = None) -> 
         elif new_record and (pd.isna(expected) or expected > 0):
             why = "missing"
         if why:
-            found.append({**base, "file": "checkpoints.csv", "problem": why})
+            found.append({**base, "file": "checkpoints.csv", "problem": why, "used": 0 if c is None else len(c)})
         if c is not None and len(c):
             ckpt[run_id] = c
         p, why = _artifact(client, run_id, "predictions.npz", names, _npz)
@@ -163,9 +173,13 @@ def load_artifacts(client, runs: pd.DataFrame, problems: list | None = None) -> 
 def problem_line(problem: dict) -> str:
     """The console line of one damaged artifact (:func:`load_artifacts`).
 
-    ``run <id> (<method>/<dataset>): predictions.npz unreadable (<error>); its paired test is left out``.
+    ``run <id> (<method>/<dataset>): predictions.npz unreadable (<error>); its paired test is left out``;
+    a ``checkpoints.csv`` of which some rows could be used says how many its curve shows.
     """
     what = CONSEQUENCE.get(problem["file"], "its checkpoints and paired test are left out")
+    used = problem.get("used", 0)
+    if problem["file"] == "checkpoints.csv" and used:
+        what = f"its anytime curve shows the {used} usable row{'s' if used > 1 else ''} read"
     who = f"run {problem['run_id']} ({problem['method']}/{problem['dataset']})"
     return f"{who}: {problem['file']} {problem['problem']}; {what}"
 
@@ -183,8 +197,18 @@ def read_counts(runs: pd.DataFrame, checkpoints: dict, problems: list) -> pd.Ser
                       for rid, n in zip(runs["run_id"], logged)], index=runs.index)
 
 
-def curves(runs: pd.DataFrame, checkpoints: dict) -> pd.DataFrame:
+def curves(runs: pd.DataFrame, checkpoints: dict, predictions: dict | None = None) -> pd.DataFrame:
     """Long table of the anytime points of every ok run (metric in the report's unit).
+
+    Checkpoints are scored on the first ``k`` test rows (at most
+    :data:`joker.bench.trials.checkpoints.MAX_TEST_ROWS`; the loaders
+    shuffle, so a prefix is a random subset) and the final model on all
+    ``n``. So that a curve and a ranking never mix the two, every run's
+    final model is also scored on the dataset's checkpoint rows from its
+    stored ``predictions.npz`` (the same metric function as the trial,
+    :mod:`joker.bench.trials.scoring`): a curve reads ``k`` rows from
+    start to end, and Table 4, the paired tests and the verdict at the time
+    limit read all ``n``.
 
     Parameters
     ----------
@@ -192,34 +216,107 @@ def curves(runs: pd.DataFrame, checkpoints: dict) -> pd.DataFrame:
         Derived runs.
     checkpoints : dict
         From :func:`load_artifacts`.
+    predictions : dict, optional
+        From :func:`load_artifacts` (run_id -> arrays): the final models
+        rescored on the checkpoint rows.
 
     Returns
     -------
     pandas.DataFrame
-        Columns :data:`CURVE_COLUMNS`; ``source`` is ``checkpoint`` or
-        ``final`` (a run without checkpoints: its reported fit time and
-        metric). Points with a metric missing are dropped.
+        Columns :data:`CURVE_COLUMNS`. ``source``: ``checkpoint`` (a
+        point of the fit), ``final`` (the final model on all test rows:
+        the trial's reported metric) or ``final on curve rows`` (the final
+        model rescored on the checkpoint rows). ``rows``: the test rows the
+        point is scored on; ``n_all``: the run's test rows. ``curve``: the point is on its dataset's curve
+        rows (``k``; all rows when no run has checkpoints on fewer).
+        Points with a metric missing are dropped.
     """
+    predictions = predictions or {}
     rows = []
     for _, r in runs[runs["status"] == "ok"].iterrows():
         name = r["metric_name"]
         scale = vocab.metric_scale(name)
+        n_all = r.get("n_test", np.nan)
         base = {"run_id": r["run_id"], "dataset": r["dataset"], "budget": r["budget"], "method": r["method"],
                 "variant": r.get("variant", ""), "label": label(r["method"], r.get("variant", "")),
-                "metric_name": name}
+                "metric_name": name, "n_all": n_all}
+        final_row = {**base, "fit_seconds": r["fit_seconds"], "metric": r["metric"], "final": 1,
+                     "source": "final", "rows": n_all}
         c = checkpoints.get(r["run_id"])
         if c is not None and name in c and "fit_seconds" in c:
+            has_final = False
             for _, p in c.iterrows():
+                fin = int(p.get("final", 0) or 0)
+                has_final |= fin == 1
                 rows.append({**base, "fit_seconds": float(p["fit_seconds"]), "metric": float(p[name]) * scale,
-                             "final": int(p.get("final", 0) or 0), "source": "checkpoint"})
-            if not (c.get("final", pd.Series(dtype=float)) == 1).any():  # a run without its final row
-                rows.append({**base, "fit_seconds": r["fit_seconds"], "metric": r["metric"], "final": 1,
-                             "source": "final"})
+                             "final": fin, "source": "final" if fin else "checkpoint",
+                             "rows": pd.to_numeric(p.get("n_test_rows", np.nan), errors="coerce")})
+            if not has_final:  # a run without its final row
+                rows.append(final_row)
         else:
-            rows.append({**base, "fit_seconds": r["fit_seconds"], "metric": r["metric"], "final": 1,
-                         "source": "final"})
+            rows.append(final_row)
     out = pd.DataFrame(rows, columns=CURVE_COLUMNS)
-    return out[out["metric"].notna() & out["fit_seconds"].notna()].reset_index(drop=True)
+    out = out[out["metric"].notna() & out["fit_seconds"].notna()].reset_index(drop=True)
+    return _on_curve_rows(out, runs, predictions)
+
+
+def curve_rows(points: pd.DataFrame) -> dict:
+    """Per dataset, the test rows its curves are scored on: the checkpoints' row count, else all rows."""
+    out = {}
+    for dataset, d in points.groupby("dataset", sort=False):
+        mid = pd.to_numeric(d.loc[d["source"] == "checkpoint", "rows"], errors="coerce").dropna()
+        if len(mid):
+            out[dataset] = int(mid.mode().iloc[0])
+        else:
+            every = pd.to_numeric(d["rows"], errors="coerce").dropna()
+            out[dataset] = int(every.max()) if len(every) else None
+    return out
+
+
+def _on_curve_rows(points: pd.DataFrame, runs: pd.DataFrame, predictions: dict) -> pd.DataFrame:
+    """Add each run's final model scored on its dataset's curve rows, and the ``curve`` flag."""
+    if points.empty:
+        return points.assign(curve=pd.Series(dtype=bool))
+    k_of = curve_rows(points)
+    extra = []
+    for _, p in points[points["final"] == 1].iterrows():
+        k = k_of.get(p["dataset"])
+        if k is None or p["rows"] == k or p["run_id"] not in predictions:
+            continue
+        value = metric_on_rows(p["metric_name"], predictions[p["run_id"]], k)
+        if value is not None:
+            extra.append({**p.to_dict(), "metric": value * vocab.metric_scale(p["metric_name"]),
+                          "source": "final on curve rows", "rows": k})
+    out = pd.concat([points, pd.DataFrame(extra, columns=points.columns)], ignore_index=True) if extra else points
+    out = out.copy()
+    out["curve"] = [k_of.get(d) is not None and rows == k_of.get(d) for d, rows in zip(out["dataset"], out["rows"])]
+    return out
+
+
+def metric_on_rows(name: str, arrays: dict, k: int) -> float | None:
+    """A test metric (the record's unit) of stored predictions on their first ``k`` rows, or ``None``.
+
+    Parameters
+    ----------
+    name : str
+        ``test_rmse``, ``test_mse``, ``test_rel_error`` (regression) or
+        ``test_accuracy``, ``test_f1``, ``test_auc`` (classification; AUC
+        needs stored ``scores``).
+    arrays : dict
+        ``predictions.npz``: ``y_true``, ``y_pred`` and maybe ``scores``.
+    k : int
+        Rows, from the first; ``None`` when there are fewer.
+    """
+    from joker.bench.trials import scoring
+
+    y, yp = np.asarray(arrays["y_true"]), np.asarray(arrays["y_pred"])
+    if len(y) < k or len(yp) < k:
+        return None
+    if name in ("test_rmse", "test_mse", "test_rel_error"):
+        return scoring.regression_metrics(y[:k], yp[:k]).get(name)
+    scores = arrays.get("scores")
+    value = scoring.classification_metrics(y[:k], yp[:k], None if scores is None else np.asarray(scores)[:k]).get(name)
+    return None if value is None or not np.isfinite(value) else float(value)
 
 
 def checkpoint_counts(runs: pd.DataFrame, checkpoints: dict) -> pd.Series:
@@ -272,6 +369,13 @@ def verdict(points: pd.DataFrame, runs: pd.DataFrame, cells: pd.DataFrame | None
             budgets=TIME_BUDGETS, trivial: dict | None = None) -> pd.DataFrame:
     """The best method at each time budget, per (dataset, memory budget), read from the curves.
 
+    At a budget ``T`` below the cell's time limit, a method's metric is
+    that of its last point at or before ``T`` on the dataset's curve rows
+    (``curve`` in :func:`curves`: the checkpoints' test rows, the final
+    model rescored on them), so that every method at ``T`` is scored on the
+    same rows. At the time limit every run has finished, and the final
+    models are ranked on all test rows, as in Table 4 and the paired tests.
+
     Parameters
     ----------
     points : pandas.DataFrame
@@ -279,8 +383,9 @@ def verdict(points: pd.DataFrame, runs: pd.DataFrame, cells: pd.DataFrame | None
     runs : pandas.DataFrame
         Derived runs (for the time limit, ``params.timeout_s``).
     cells : pandas.DataFrame, optional
-        Cells with ``same_as_best`` (:func:`mark_cells`): the methods
-        not distinguishable from the best at the full budget are listed.
+        Cells with ``same_as_best`` and ``converged`` (:func:`mark_cells`):
+        at the time limit the methods not distinguishable from the best
+        are listed, and the best's convergence is shown.
     budgets : sequence of float
         Time budgets in seconds; the cell's time limit is added.
     trivial : dict, optional
@@ -291,47 +396,111 @@ def verdict(points: pd.DataFrame, runs: pd.DataFrame, cells: pd.DataFrame | None
     -------
     pandas.DataFrame
         Strings: dataset, memory budget, time budget, best method, its
-        metric (median over its runs' values at that time), runners-up
-        within reach (full budget: the methods the paired test cannot tell
-        from the best), and how many methods had a model by then.
+        metric (median over its runs' values at that time) and the test
+        rows it is scored on, the model it is (a checkpoint during the fit
+        or the final model, with its convergence mark), the methods the
+        paired test cannot tell from the best (time limit only), and how
+        many methods had a model by then (with those left out because
+        their final model could not be rescored on the curve rows).
     """
     rows = []
+    k_of = curve_rows(points) if len(points) else {}
+    marks = _convergence_marks(cells)
     for (dataset, mem), d in points.groupby(["dataset", "budget"], sort=False):
         lower = lower_is_better(d["metric_name"].iloc[0])
         limit = _cell_budget(runs[(runs["dataset"] == dataset) & (runs["budget"] == mem)])
         times = sorted(set(budgets)) + ([limit] if limit and limit not in budgets else [])
-        unit = "test metric"
         what = vocab.metric_label(d["metric_name"].iloc[0], dataset)
+        n_all = pd.to_numeric(d["n_all"], errors="coerce").max()
+        k = k_of.get(dataset)
+        on_curve = d[d["curve"]] if "curve" in d else d
+        finals = d[d["source"] == "final"]
         for t in times:
-            now = at_budget(d, t, lower)
-            full = t == times[-1]
-            name = f"{t:g} s" + (" (time limit)" if limit and t == limit else "")
+            full = t == times[-1] and bool(limit) and t == limit
+            name = f"within {t:g} s" + (" (the time limit)" if limit and t == limit else "")
+            now = at_budget(finals if full else on_curve, t, lower)
+            rows_used = n_all if full else k
+            left = sorted(set(at_budget(d, t, lower)["label"]) - set(now["label"]))
+            had = f"{now['label'].nunique()}" + (f" ({', '.join(left)} left out: final model not "
+                                                   f"rescored on these rows)" if left else "")
+            base = {"dataset": dataset, "memory budget": budget_text(mem, runs), "time budget": name,
+                    "test rows": _rows_text(rows_used, n_all)}
             if now.empty:
-                rows.append({"dataset": dataset, "memory budget": mem, "time budget": name,
-                             "best method": "(no model yet)", unit: "", ALSO: "", "methods with a model": "0"})
+                rows.append({**base, "best method": "(no model yet)", "test metric": "", "its model": "",
+                             ALSO: "", "methods with a model": had})
                 continue
             per = now.groupby("label")["metric"].median()
             secs = now.groupby("label")["fit_seconds"].median()
             best = _best_of(per, secs, lower)
-            also = ""
+            also = "(paired test at the time limit only)"
             if full and cells is not None and "same_as_best" in cells:
                 c = cells[(cells["dataset"] == dataset) & (cells["budget"] == mem)]
                 also = ", ".join(_cell_label(x) for _, x in c.iterrows()
-                                 if x.get("same_as_best") is True and _cell_label(x) != best)
+                                 if x.get("same_as_best") is True and _cell_label(x) != best) or "none"
+                untested = [_cell_label(x) for _, x in c.iterrows()
+                            if x.get("untested") is True and _cell_label(x) != best]
+                if untested:
+                    also += f"; not tested: {', '.join(untested)}"
             level = (trivial or {}).get(dataset)
             useless = level is not None and (per[best] >= level if lower else per[best] <= level)
             value = f"**{per[best]:.4g}** {what}" + (f" (no better than trivial, {level:.4g})" if useless else "")
-            rows.append({"dataset": dataset, "memory budget": mem, "time budget": name,
-                         "best method": f"**{best}**", unit: value, ALSO: also,
-                         "methods with a model": f"{len(per)}"})
+            rows.append({**base, "best method": f"**{best}**", "test metric": value,
+                         "its model": _model_text(now[now["label"] == best], d, best,
+                                                  marks.get((dataset, mem, best), "")),
+                         ALSO: also, "methods with a model": had})
     if not rows:
         return pd.DataFrame()
-    out = pd.DataFrame(rows)
-    metric_cols = [c for c in out.columns if c not in ("dataset", "memory budget", "time budget", "best method",
-                                                        ALSO, "methods with a model")]
-    out[metric_cols] = out[metric_cols].fillna("")
-    return out[["dataset", "memory budget", "time budget", "best method", *metric_cols, ALSO,
-                "methods with a model"]]
+    out = pd.DataFrame(rows).fillna("")
+    return out[["dataset", "memory budget", "time budget", "best method", "test metric", "test rows", "its model",
+                ALSO, "methods with a model"]]
+
+
+def budget_text(name: str, runs: pd.DataFrame) -> str:
+    """``cpu-4g (CPU only, 4 GiB host memory)``: a budget's name and its limits (params ``budget.host_bytes``,
+    ``budget.gpu_bytes`` of its runs); the name alone when they are not recorded."""
+    mine = runs[runs["budget"] == name] if "budget" in runs else runs.iloc[0:0]
+
+    def limit(key):
+        col = f"params.budget.{key}"
+        v = pd.to_numeric(mine[col], errors="coerce").dropna() if col in mine else pd.Series(dtype=float)
+        return float(v.iloc[0]) if len(v) else None
+
+    host, gpu = limit("host_bytes"), limit("gpu_bytes")
+    if host is None and gpu is None:
+        return str(name)
+    parts = ["CPU only" if not gpu else f"GPU, {gpu / 2**30:g} GiB GPU memory"]
+    if host:
+        parts.append(f"{host / 2**30:g} GiB host memory")
+    return f"{name} ({', '.join(parts)})"
+
+
+def _rows_text(rows, n_all) -> str:
+    """``5,000 of 10,000`` (the curve rows) or ``all 10,000``."""
+    if rows is None or pd.isna(rows):
+        return ""
+    if pd.notna(n_all) and int(rows) < int(n_all):
+        return f"first {int(rows):,} of {int(n_all):,}"
+    return f"all {int(rows):,}"
+
+
+def _model_text(at_t: pd.DataFrame, d: pd.DataFrame, best: str, mark: str) -> str:
+    """``final, 3.2 s, ✓`` or ``checkpoint at 7.9 s of a 12.3 s fit`` for the best method's (first) run."""
+    p = at_t.sort_values("fit_seconds").iloc[-1]
+    if int(p["final"]) == 1:
+        return f"final, {p['fit_seconds']:.3g} s" + (f", {mark}" if mark else "")
+    end = d[(d["run_id"] == p["run_id"]) & (d["final"] == 1)]["fit_seconds"]
+    return (f"checkpoint at {p['fit_seconds']:.3g} s" + (f" of a {end.max():.3g} s fit" if len(end) else "")
+            + " (the fit went on)")
+
+
+def _convergence_marks(cells: pd.DataFrame | None) -> dict:
+    """(dataset, budget, label) -> the cell's convergence mark (✓, ✗, ok (fixed epochs), ?)."""
+    if cells is None or "converged" not in cells:
+        return {}
+    from .table import MARKS
+
+    return {(c["dataset"], c["budget"], _cell_label(c)): MARKS.get(c["converged"], "")
+            for _, c in cells.iterrows()}
 
 
 def _best_of(metric: pd.Series, seconds: pd.Series, lower: bool):
@@ -369,11 +538,14 @@ def mark_cells(cells: pd.DataFrame, runs: pd.DataFrame, predictions: dict,
         ``cells`` with ``is_best`` (bool), ``same_as_best`` (True, False or
         None: not tested), ``vs_best`` (text: test, p-value, counts, or
         why there is no test), ``p_value``, ``test``, ``trivial`` (bool),
-        ``trivial_reason`` and ``artifact_problems`` (text).
+        ``trivial_reason``, ``artifact_problems`` (text) and ``untested``
+        (bool: an ok cell of a (dataset, budget) whose runs stored
+        predictions, left without a paired test against the best).
     """
     cells = cells.copy()
     for col, val in (("is_best", False), ("same_as_best", None), ("vs_best", ""), ("p_value", np.nan),
-                     ("test", ""), ("trivial", False), ("trivial_reason", ""), ("artifact_problems", "")):
+                     ("test", ""), ("trivial", False), ("trivial_reason", ""), ("artifact_problems", ""),
+                     ("untested", False)):
         cells[col] = pd.Series([val] * len(cells), index=cells.index, dtype=object)
     if cells.empty:
         return cells
@@ -413,6 +585,12 @@ def mark_cells(cells: pd.DataFrame, runs: pd.DataFrame, predictions: dict,
             cmp = significance.compare(ref["y_true"], ref["y_pred"], other["y_pred"], lower)
             cells.at[idx, "same_as_best"] = cmp.same
             cells.at[idx, "vs_best"], cells.at[idx, "p_value"], cells.at[idx, "test"] = cmp.text(), cmp.p_value, cmp.test
+    for _, group in cells.groupby(["dataset", "budget"], sort=False):  # "untested" where paired tests were expected
+        expected = any(_first_predictions(c, by_id, predictions) is not None or _predictions_problem(c, damaged)
+                       for _, c in group.iterrows())
+        for idx, c in group.iterrows():
+            cells.at[idx, "untested"] = bool(expected and c["n_ok"] > 0 and not c["is_best"]
+                                             and c["same_as_best"] is None and pd.notna(c["metric_median"]))
     return cells
 
 

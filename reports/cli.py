@@ -1,9 +1,12 @@
 """Command line: ``python -m reports [options]`` (``make report``).
 
 Reads one experiment of the MLflow store and writes, under ``--out``
-(default ``<repo>/results/report/<experiment>/``; without ``--experiment``
-the most recently run experiment is reported, still in its own folder, so
-no experiment's report is ever written over another's):
+(default ``<repo>/results/report/<experiment>/``, and for a report with
+filters ``<experiment>/filtered/<filters>/``, so that a filtered report
+never replaces the full one; without ``--experiment`` the most recently
+run experiment is reported, still in its own folder, so no experiment's
+report is ever written over another's). The figures and optional files of
+an earlier report in the folder are removed first:
 
     table4.md     the verdict (best method per time and memory budget), Table 4
                   (paper layout per quantity, best cells bold) and the cell details
@@ -20,13 +23,15 @@ no experiment's report is ever written over another's):
 
 and prints how many runs it used, the runs it did not use and why, the
 trials that did not end ok, the metric table, and finally the paths of
-the Markdown table and the HTML page. Exit status 1 when no run is used,
-2 when the store or experiment cannot be read (a plain-folder or unreachable
+the Markdown table and the HTML page. Exit status 1 when no run is left
+after the filters (one line on stderr, nothing written), 2 when the store or experiment cannot be read (a plain-folder or unreachable
 ``--tracking-uri`` included), when a filter names a value no run of the
 experiment has, or when ``--out`` is a file, holds the report of another
 experiment or an unreadable ``report.json`` (it is never overwritten): one
 line on stderr, nothing written. A missing or damaged artifact of an ok run
-is one ``reports: run ...`` line each (:func:`reports.anytime.problem_line`).
+is one ``reports: run ...`` line each on stderr
+(:func:`reports.anytime.problem_line`); the report is written (exit 0) and
+its cells say "untested" where a paired test could not run.
 """
 
 from __future__ import annotations
@@ -111,7 +116,7 @@ def failed_runs(runs: pd.DataFrame) -> pd.DataFrame:
 def build_report(tracking_uri: str | None = None, experiment: str | None = None,
                  *, datasets=None, methods=None, budgets=None, statuses=None,
                  out: Path | str | None = None, make_figures: bool = True,
-                 echo=print) -> Report:
+                 echo=print, warn=None) -> Report:
     """Read the store and write every output.
 
     Parameters
@@ -129,6 +134,9 @@ def build_report(tracking_uri: str | None = None, experiment: str | None = None,
         Draw the figures (and read Joker histories).
     echo : callable
         Where progress lines go (``print``; ``lambda *a: None`` for quiet).
+    warn : callable, optional
+        Where the lines on damaged artifacts go: standard error when
+        ``echo`` is ``print`` (the default), else ``echo``.
 
     Returns
     -------
@@ -139,12 +147,21 @@ def build_report(tracking_uri: str | None = None, experiment: str | None = None,
     reports.load.StoreError
         The store or experiment cannot be read, or ``out`` holds the report
         of another experiment.
+    NothingToReport
+        No run is left after the filters (nothing is written).
     """
+    if warn is None:
+        warn = (lambda line: print(line, file=sys.stderr, flush=True)) if echo is print else echo
     filters = {"dataset": datasets, "method": methods, "budget": budgets,
                "status": statuses}
     sel = load_selection(tracking_uri, experiment, filters)
-    out = Path(out) if out else REPORT_ROOT / sel.experiment
+    if sel.runs.empty:  # before claim(): an empty selection writes nothing, a full report stays as it was
+        raise NothingToReport(
+            f"no run of experiment {sel.experiment!r} to report ({sel.summary()}"
+            + (f"; filters {_filter_text(sel.filters)}" if sel.filters else "") + "); nothing was written")
+    out = Path(out) if out else default_out(sel.experiment, sel.filters)
     claim(out, sel.experiment, sel.tracking_uri)
+    _clear_outputs(out)
     untuned, final, search = tuned.split(sel.runs)  # tune=true runs: their own tables below
     sel.runs = untuned
     runs = table.derive(sel.runs) if len(sel.runs) else sel.runs.assign(
@@ -157,7 +174,7 @@ def build_report(tracking_uri: str | None = None, experiment: str | None = None,
     cells = published.attach(table.cells(runs)) if len(runs) else pd.DataFrame()
     if len(cells):
         cells = anytime.mark_cells(cells, runs, predictions, damaged)
-    points = anytime.curves(runs, checkpoints) if len(runs) else pd.DataFrame(columns=anytime.CURVE_COLUMNS)
+    points = anytime.curves(runs, checkpoints, predictions) if len(runs) else pd.DataFrame(columns=anytime.CURVE_COLUMNS)
     rep = Report(sel, runs, cells)
     rep.points = points
     rep.verdict = (anytime.verdict(points, runs, cells, trivial=anytime.trivial_levels(runs, predictions))
@@ -170,7 +187,7 @@ def build_report(tracking_uri: str | None = None, experiment: str | None = None,
     echo(f"reports: experiment '{sel.experiment}' ({how})")
     echo(f"reports: {sel.summary()}")
     for problem in damaged:
-        echo(f"reports: {anytime.problem_line(problem)}")
+        warn(f"reports: {anytime.problem_line(problem)}")
     for _, s in sel.skipped.iterrows():
         echo(f"  not used: {s['run_id']} {s['dataset']}/{s['method']}/{s['budget']}: {s['why']}")
     for _, f in failed.iterrows():
@@ -237,6 +254,41 @@ def build_report(tracking_uri: str | None = None, experiment: str | None = None,
     return rep
 
 
+class NothingToReport(Exception):
+    """The experiment has no run to report after the filters (exit status 1; nothing is written)."""
+
+
+def _filter_text(filters: dict) -> str:
+    """``dataset=hepc, method=falkon+joker-exact``."""
+    return ", ".join(f"{k}={'+'.join(map(str, v))}" for k, v in sorted(filters.items()))
+
+
+def default_out(experiment: str, filters: dict | None = None) -> Path:
+    """The default report folder: ``results/report/<experiment>``, a filtered report below it.
+
+    A filtered report goes to ``<experiment>/filtered/<dataset-a9a_method-falkon+libsvm>`` so that
+    it never replaces the full report of the experiment.
+    """
+    base = REPORT_ROOT / experiment
+    if not filters:
+        return base
+    slug = "_".join(f"{k}-{'+'.join(map(str, v))}" for k, v in sorted(filters.items()))
+    return base / "filtered" / "".join(ch if ch.isalnum() or ch in "-_+.=" else "_" for ch in slug)
+
+
+#: Outputs a report may or may not write: removed before each report so that none is left from an earlier one.
+OPTIONAL_OUTPUTS = ("tuned.csv", "tuned_settings.csv")
+
+
+def _clear_outputs(out: Path) -> None:
+    """Remove the figures and optional files of an earlier report in ``out`` (a folder :func:`claim` made ours)."""
+    import shutil
+
+    shutil.rmtree(out / "figures", ignore_errors=True)
+    for name in OPTIONAL_OUTPUTS:
+        (out / name).unlink(missing_ok=True)
+
+
 def claim(out: Path, experiment: str, uri: str) -> None:
     """Make ``out`` this experiment's report folder, or refuse.
 
@@ -290,13 +342,20 @@ METRIC_TITLE = ("Table 4: test metric (✓ converged, ✗ not, ? unknown; "
                 "≈ not distinguishable from the best (paired test, p ≥ 0.05))")
 #: The sentence under the verdict table.
 VERDICT_NOTE = (
-    "Which method to use within a time budget and a memory budget: for each time budget, the method whose "
-    "model, stopped at that time, has the best test metric (read from its anytime curve, "
-    "figures/metric_vs_time.png; a method that finished later had no model yet). At the time limit, "
-    "the last column lists the methods not distinguishable from the best by a paired test on the same "
-    "test rows (McNemar's exact test for accuracy, a paired bootstrap for RMSE, p ≥ 0.05): the gap may be "
-    "noise, and it may be large; it is not a finding that they are as good. Fit times measured "
-    "under contention († in the time table) may be slower than on an idle machine.")
+    "Which method to use within a time budget and a memory budget. For each time budget T, the method whose "
+    "model, had its fit been stopped at T, has the best test metric: each method's last point at or before T "
+    "on its anytime curve (figures/metric_vs_time.png; a method that had not finished may be represented "
+    "by a checkpoint of its running fit, 'its model' says which). Below the time limit every point is "
+    "scored on the same test rows, the curves' rows (a random subset when the test set is large); at the "
+    "time limit every fit has ended and the final models are ranked on all test rows, like Table 4. There "
+    "the next column lists the methods not distinguishable from the best by a paired test on the same rows "
+    "(McNemar's exact test for accuracy, a paired bootstrap for RMSE, p ≥ 0.05): the gap may be noise, and "
+    "it may be large; it is not a finding that they are as good. Below the time limit there is no paired "
+    "test (the checkpoints' predictions are not kept): gaps of a few tenths of a point may be noise. "
+    "Memory budget: the trial's limits, e.g. cpu-4g = CPU only, 4 GiB of host memory and the time limit "
+    "(Datasets table). ✓ converged, ✗ stopped short of its own tolerance, ok (fixed epochs) ran every epoch "
+    "its plan gave (legend below). Fit times measured under contention († in the time table) may be slower "
+    "than on an idle machine.")
 
 
 def _tables(cells: pd.DataFrame, verdict: pd.DataFrame | None = None) -> list:
@@ -418,11 +477,13 @@ def main(argv=None) -> int:
     except StoreError as err:
         print(f"reports: {err}", file=sys.stderr)
         return 2
+    except NothingToReport as err:
+        print(f"reports: {err}", file=sys.stderr)
+        return 1
     except Exception as err:  # MLflow's own errors (a store it cannot open, ...): one line, no traceback
         if not type(err).__module__.startswith("mlflow"):
             raise
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         print(f"reports: cannot read the MLflow store: {type(err).__name__}: {first}", file=sys.stderr)
         return 2
-    tuned = rep.tuned_cells is not None and len(rep.tuned_cells)
-    return 0 if len(rep.runs) or tuned else 1  # a tune=true sweep with tuning.untuned=false has tuned runs only
+    return 0

@@ -296,7 +296,8 @@ def fig_time(runs: pd.DataFrame, order=None):
     hue = _hue_order(data["method"])
     datasets = _in_order(data["dataset"], order)
     n = len(datasets)
-    fig, ax = plt.subplots(figsize=(max(6, 1.2 * n * len(hue) ** 0.5 + 3), 4),
+    # at most 14 in wide (2,100 px): shown 1,400 px wide its labels stay about 15 px high (review of issue 42)
+    fig, ax = plt.subplots(figsize=(min(14.0, max(7.0, 0.9 * n * len(hue) ** 0.5 + 2)), 6.5),
                            layout="constrained")
     sns.barplot(data=data, x="dataset", y="fit_seconds", hue="method",
                 order=datasets, hue_order=hue, palette={m: colour(m) for m in hue}, estimator="median",
@@ -308,6 +309,7 @@ def fig_time(runs: pd.DataFrame, order=None):
     ax.set_ylabel("training time (s)")
     ax.set_xlabel("dataset")
     ax.set_title("Training time per method (bars: median, dots: runs; hatched: contended)")
+    _label_style(ax)
     _hatch_contended(ax, data, datasets, hue)
     if ax.get_legend() is not None:  # none when every label is hidden (matplotlib hides names starting "_")
         from matplotlib.patches import Patch
@@ -316,7 +318,9 @@ def fig_time(runs: pd.DataFrame, order=None):
         if data["contended"].any():
             handles.append(Patch(facecolor="white", edgecolor="black", hatch="///"))
             labels.append("contended (time not comparable)")
-        ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1, 1), frameon=False)
+        ax.get_legend().remove()
+        fig.legend(handles, labels, loc="outside lower center", frameon=False, fontsize=12,
+                   ncol=min(6, len(handles)))
     return fig, data
 
 
@@ -372,6 +376,8 @@ def fig_metric_vs_time(points: pd.DataFrame, order=None):
         with its final point only (LIBSVM, ThunderSVM) shows the marker alone.
         One panel per (dataset, memory budget).
     """
+    if len(points) and "curve" in points:  # one curve, one set of test rows (reports.anytime.curves)
+        points = points[points["curve"].astype(bool)]
     data = points[points["fit_seconds"] > 0].reset_index(drop=True) if len(points) else points
     if data.empty:
         return None, data
@@ -394,7 +400,7 @@ def fig_metric_vs_time(points: pd.DataFrame, order=None):
         _zoom_finals(ax, d)
         ax.set_xlabel("fit time (s, log scale; evaluation excluded)")
         ax.set_ylabel(vocab.metric_label(d["metric_name"].iloc[0], dataset))
-        ax.set_title(f"{dataset} · {budget}")
+        ax.set_title(f"{dataset} · {budget}" + _rows_note(d))
         ax.grid(True, which="major", alpha=0.3)
         _label_style(ax)
     from matplotlib.lines import Line2D
@@ -405,9 +411,20 @@ def fig_metric_vs_time(points: pd.DataFrame, order=None):
                           label="final point"))
     fig.legend(handles=handles, loc="outside lower center", frameon=False, fontsize=12,
                ncol=min(6, len(handles)))
-    fig.suptitle("Test metric vs fit time (small dots: checkpoints during the fit; large: final model)",
+    fig.suptitle("Test metric vs fit time (small dots: checkpoints during the fit; large: final model, "
+                 "scored on the same test rows as the checkpoints)",
                  fontsize=14)
     return fig, data
+
+
+def _rows_note(d: pd.DataFrame) -> str:
+    """`` (first 5,000 of 10,000 test rows)`` when a panel's points are scored on a subset of the test rows."""
+    if "rows" not in d or "n_all" not in d:
+        return ""
+    rows, n_all = pd.to_numeric(d["rows"], errors="coerce").max(), pd.to_numeric(d["n_all"], errors="coerce").max()
+    if pd.isna(rows) or pd.isna(n_all) or rows >= n_all:
+        return ""
+    return f"\n(test metric on the first {int(rows):,} of {int(n_all):,} test rows, every point)"
 
 
 def _zoom_finals(ax, d: pd.DataFrame) -> None:
@@ -512,21 +529,21 @@ def fig_pareto(cells: pd.DataFrame, order=None):
             for (idx, p), on in zip(dd.iterrows(), mask):
                 ax.scatter(x[idx], p["metric"], s=110 if on else 60, color=colour(p["method"]),
                            edgecolor="black", linewidth=1.2 if on else 0.4, zorder=2)
-                if on:
-                    ax.annotate(p["label"], (x[idx], p["metric"]), xytext=(6, 4), textcoords="offset points",
-                                fontsize=10)
             _plain_log(ax, "x", values=x)
             ax.set_xlabel(xlabel)
             ax.set_ylabel(vocab.metric_label(d["metric_name"].iloc[0], dataset))
             budgets = "/".join(_in_order(dd["budget"]))
-            ax.set_title(f"{dataset} ({budgets}): metric vs {'memory' if c == 0 else 'time'}")
+            # the front is named in the title, cheapest first: labels beside the points hid one another
+            # and the markers of close neighbours (review of issue 42)
+            ax.set_title(f"{dataset} ({budgets}): metric vs {'memory' if c == 0 else 'time'}\n"
+                         f"front, cheapest first: {' → '.join(f['label'])}")
             ax.grid(True, which="major", alpha=0.3)
             _label_style(ax)
     from matplotlib.lines import Line2D
 
     handles = [Line2D([], [], color=colour(m), marker="o", linestyle="", ms=9, label=m)
                for m in _hue_order(data["method"])]
-    handles.append(Line2D([], [], color="black", ls="--", label="Pareto front (labelled points)"))
+    handles.append(Line2D([], [], color="black", ls="--", label="Pareto front (large markers; named in each panel's title)"))
     fig.legend(handles=handles, loc="outside lower center", frameon=False, fontsize=12,
                ncol=min(6, len(handles)))
     fig.suptitle("Final test metric vs fit memory and vs fit time (cell medians);\n"

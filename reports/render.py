@@ -41,8 +41,9 @@ LEGEND = (
     "fastest fit, least memory), and every cell that ties with it as shown. "
     "Convergence: ✓ every ok run converged (Joker: relative duality gap and "
     "KKT residual under tolerance, a certificate; baselines: their own "
-    "convergence signal), ok (fixed epochs) a method without a stopping "
-    "rule (EigenPro) that ran all its configured epochs, ✗ a run stopped "
+    "convergence signal; EigenPro: our plateau rule, the training loss flat for 5 epochs, ended it), "
+    "ok (fixed epochs) EigenPro ran every epoch it was given (its plan's count, or the epochs= setting) "
+    "without the plateau rule ending it, ✗ a run stopped "
     "short of its own tolerance or diverged, ? no "
     "convergence signal logged, – no solution (no ok run). A cell with no ok "
     "run shows why: n/a (the method has no loss for the task), not installed "
@@ -57,6 +58,8 @@ LEGEND = (
     "best cell's on the same test rows (McNemar's exact test for accuracy, "
     "a paired bootstrap for RMSE); ≈: not distinguishable from the best (paired test, p ≥ 0.05): the "
     "gap, however large, may be noise; it does not say the two are as good. "
+    "untested: no paired test against the best (a missing or damaged predictions file, its or the best's: "
+    "the cell table and the console say which). "
     "trivial: the model is no better than the majority class or the mean "
     "on the test rows (its metric says nothing of the method)."
 )
@@ -141,6 +144,8 @@ def metric_text(cell) -> str:
     text = spread(cell, "metric") + " " + MARKS[cell["converged"]] + _partial(cell)
     if cell.get("same_as_best") is True and not cell.get("is_best"):
         text += " ≈"
+    elif cell.get("untested") is True:
+        text += " untested"
     if cell.get("trivial") is True:
         text += " trivial"
     return text

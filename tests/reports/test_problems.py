@@ -52,9 +52,31 @@ def test_runs_without_a_stated_problem_say_so_and_the_table_sits_after_the_metri
     tables = [("Datasets", pd.DataFrame()), ("Table 4: test metric (✓ converged)", pd.DataFrame()),
               ("Table 4: training time", pd.DataFrame())]
     titles = [t for t, _ in problems.with_problems(tables, _runs())]
-    assert titles == ["Datasets", "Table 4: test metric (✓ converged)", problems.TITLE, "Table 4: training time"]
+    assert titles == ["Datasets", "Table 4: test metric (✓ converged)", problems.TITLE, problems.SAME_TITLE,
+                      "Table 4: training time"]
+
+
+def test_the_problem_list_is_one_row_per_method_and_problem():
+    # review of issue 42: one column per method made the table wider than the page
+    listed = problems.problem_list(_runs(), ["joker-exact", "falkon", "libsvm"])
+    assert listed.values.tolist() == [
+        ["joker-exact", "KRR (squared); centred target; exact kernel; float32, cpu", "hepc"],
+        ["joker-exact", "L1-SVC (hinge); none; exact kernel; float32, cpu", "a9a"],
+        ["falkon", "KRR (squared); centred target; Nystrom, M = 98; float32, cpu", "hepc"],
+        ["libsvm", "SVR (epsilon_insensitive, epsilon 0.1 (standardised units)); fitted bias (on the centred target); "
+                   "exact kernel; float32, cpu", "hepc"],
+        ["libsvm", "L1-SVC (hinge); fitted bias; exact kernel; float32, cpu", "a9a"]]
 
 
 def test_the_report_shows_the_problem_table(fake_report):
     md = fake_report.paths["markdown"].read_text()
     assert f"## {problems.TITLE}" in md and problems.NOT_RECORDED in md   # the fake store predates the field
+
+
+def test_a_skipped_column_is_not_run_and_not_a_different_problem():
+    runs = pd.concat([_runs(), pd.DataFrame([{"dataset": "hepc", "method": "logfalkon", "status": "skipped"}])],
+                     ignore_index=True)
+    runs["status"] = runs["status"].fillna("ok")
+    table = problems.problem_table(runs, ["joker-exact", "falkon", "libsvm", "logfalkon"]).set_index("dataset")
+    assert table.loc["hepc", "logfalkon"] == problems.NOT_RUN
+    assert table.loc["hepc", "same problem?"] == "no: KRR (falkon, joker-exact); SVR (libsvm)"

@@ -186,21 +186,111 @@ def test_verdict_reads_the_curves(report):
     # at 1 s: joker-exact's 0.5 s checkpoint (70 %) and the IPM's final (majority share); joker-exact wins
     share = 100 * max(np.mean(report[1] == 0), np.mean(report[1] == 1))
     assert share < 70
-    assert v.loc["1 s", "best method"] == "**joker-exact**" and v.loc["1 s", "test metric"] == "**70** test accuracy (%)"
+    one = v.loc["within 1 s"]
+    assert one["best method"] == "**joker-exact**" and one["test metric"] == "**70** test accuracy (%)"
+    assert one["its model"] == "checkpoint at 0.5 s of a 20 s fit (the fit went on)"
+    assert one["test rows"] == "all 10,000"  # the checkpoints were scored on every row here
     # at 10 s: libsvm's final 99.95 % (3 s) beats joker-exact's 95 % (5 s checkpoint) and falkon's 97 %
-    assert v.loc["10 s", "best method"] == "**libsvm**" and v.loc["10 s", "methods with a model"] == "4"
+    ten = v.loc["within 10 s"]
+    assert ten["best method"] == "**libsvm**" and ten["methods with a model"] == "4"
+    assert ten["its model"] == "final, 3 s, ✓"
     # at the time limit: joker-exact (100 %); libsvm is within McNemar's reach, falkon is not
-    last = v.loc["180 s (time limit)"]
+    last = v.loc["within 180 s (the time limit)"]
     also = "also not distinguishable from the best (paired test, p ≥ 0.05)"
     assert last["best method"] == "**joker-exact**" and "libsvm" in last[also]
-    assert "falkon" not in last[also]
+    assert "falkon" not in last[also] and last["its model"] == "final, 20 s, ✓"
+    assert v.loc["within 60 s", also] == "(paired test at the time limit only)"
+
+
+def _subset_store(tmp_path, k=5_000):
+    """Checkpoints on the first ``k`` of N_TEST rows, final models on all: the review's a9a case.
+
+    ``slow`` has checkpoints (1 s: 80 %, 8 s: 86 %, both on ``k`` rows) and ends at 30 s; its final model
+    is right on 85 % of the first ``k`` rows and 83 % of the rest (84 % in all). ``quick`` (no checkpoints)
+    ends at 6 s, right on 87 % of the first ``k`` rows and 82 % of the rest (84.5 % in all).
+    """
+    from mlflow import MlflowClient
+    from mlflow.entities import Metric, Param
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.create_experiment("subset", artifact_location=str(tmp_path / "art"))
+    y = np.random.default_rng(5).integers(0, 2, N_TEST)
+
+    def wrong_on(first, rest):
+        pred = y.copy()
+        pred[:first] = 1 - pred[:first]
+        pred[k:k + rest] = 1 - pred[k:k + rest]
+        return pred
+
+    runs = {"slow": (30.0, wrong_on(750, 850), [(1.0, 0.80), (8.0, 0.86)]),
+            "quick": (6.0, wrong_on(650, 900), None)}
+    ts = int(time.time() * 1000)
+    for i, (method, (secs, pred, ckpt)) in enumerate(runs.items()):
+        acc = float(np.mean(pred == y))
+        run = client.create_run(exp, start_time=ts + i, run_name=method, tags={
+            "method": method, "dataset": "a9a", "budget": "cpu-4g", "task": "binary", "status": "ok",
+            "reason": "", "config_hash": method, "seed": "0", "repetition": "0", "primary_metric": "test_accuracy",
+            "threads": "2", "convergence.converged": "True"})
+        rid = run.info.run_id
+        metrics = {"test_accuracy": acc, "fit_seconds": secs, "fit_rss_mib": 10.0, "n_test": float(N_TEST),
+                   "n_checkpoints": float(len(ckpt) + 1 if ckpt else 0), "converged": 1.0}
+        client.log_batch(rid, metrics=[Metric(m, float(v), ts, 0) for m, v in metrics.items()],
+                         params=[Param("timeout_s", "180")])
+        if ckpt:
+            rows = [dict(checkpoint=j + 1, call=j + 1, fit_seconds=s, final=0, n_test_rows=k, test_accuracy=a)
+                    for j, (s, a) in enumerate(ckpt)]
+            rows.append(dict(checkpoint=len(ckpt) + 1, call=len(ckpt), fit_seconds=secs, final=1,
+                             n_test_rows=N_TEST, test_accuracy=acc))
+            client.log_text(rid, pd.DataFrame(rows).to_csv(index=False), "checkpoints.csv")
+        folder = tmp_path / method
+        folder.mkdir()
+        np.savez_compressed(folder / "predictions.npz", y_true=y, y_pred=pred)
+        client.log_artifact(rid, str(folder / "predictions.npz"))
+        client.set_terminated(rid, "FINISHED")
+    return uri
+
+
+def test_curves_and_verdict_rank_like_with_like(tmp_path):
+    """Review of issue 42: a checkpoint on 5,000 rows must not be ranked against a final on 10,000."""
+    rep = build_report(_subset_store(tmp_path), "subset", out=tmp_path / "out", **QUIET)
+    pts = rep.points
+    rescored = pts[pts["source"] == "final on curve rows"].set_index("method")
+    assert rescored.loc["slow", "metric"] == pytest.approx(85.0) and rescored.loc["quick", "metric"] == pytest.approx(87.0)
+    assert set(pts.loc[pts["curve"], "rows"]) == {5_000}
+    assert set(pts.loc[~pts["curve"], "source"]) == {"final"}  # the all-rows finals stay for Table 4
+    v = rep.verdict.set_index("time budget")
+    # within 10 s: slow's 8 s checkpoint (86 % of 5,000 rows) against quick's final on the same rows (87 %);
+    # ranked against quick's all-rows 84.5 % it would have won
+    ten = v.loc["within 10 s"]
+    assert ten["best method"] == "**quick**" and ten["test metric"] == "**87** test accuracy (%)"
+    assert ten["test rows"] == "first 5,000 of 10,000"
+    one = v.loc["within 1 s"]
+    assert one["best method"] == "**slow**" and one["its model"].startswith("checkpoint at 1 s of a 30 s fit")
+    last = v.loc["within 180 s (the time limit)"]
+    assert last["best method"] == "**quick**" and last["test metric"] == "**84.5** test accuracy (%)"
+    assert last["test rows"] == "all 10,000"
+    fig = {f.name: f for f in rep.figures}["metric_vs_time"]
+    assert set(fig.data["rows"]) == {5_000} and len(fig.data) == 4  # 2 checkpoints + 2 rescored finals
+
+
+def test_metric_on_rows_matches_the_trial_metric():
+    y = np.array([0.0, 1.0, 2.0, 3.0])
+    arrays = {"y_true": y, "y_pred": y + np.array([1.0, -1.0, 2.0, 0.0])}
+    assert anytime.metric_on_rows("test_rmse", arrays, 2) == pytest.approx(1.0)
+    assert anytime.metric_on_rows("test_rmse", arrays, 4) == pytest.approx(np.sqrt(6 / 4))
+    assert anytime.metric_on_rows("test_rmse", arrays, 5) is None
+    labels = {"y_true": np.array([1, 0, 1, 1]), "y_pred": np.array([1, 1, 1, 0])}
+    assert anytime.metric_on_rows("test_accuracy", labels, 2) == pytest.approx(0.5)
+    assert anytime.metric_on_rows("test_auc", labels, 4) is None  # no stored scores
 
 
 def test_report_files_verdict_first_bold_figures(report):
     rep, _ = report
     md = rep.paths["markdown"].read_text()
     assert md.index("## Verdict") < md.index("## Datasets") < md.index("## Table 4: test metric")
-    metric_row = next(line for line in md.splitlines() if line.startswith("| a9a") and "✓" in line)
+    table4 = md[md.index("## Table 4: test metric"):]
+    metric_row = next(line for line in table4.splitlines() if line.startswith("| a9a") and "✓" in line)
     assert "**100.0 ✓**" in metric_row and "ok (fixed epochs)" in metric_row and "trivial" in metric_row
     html = rep.paths["html"].read_text()
     assert html.index("<h2>Verdict</h2>") < html.index("<h2>Datasets")
@@ -254,11 +344,11 @@ def test_damaged_artifacts_are_one_line_each_and_old_runs_stay_silent(damaged):
     said = [ln for ln in lines if ln.startswith("reports: run ")]
     assert len(said) == 3, said
     assert said[0] == (f"reports: run {ids['joker-exact']} (joker-exact/a9a): checkpoints.csv truncated or corrupted "
-                       "(1 of 3 rows without a number); its anytime curve is its final point only")
+                       "(1 of 3 rows without a number); its anytime curve shows the 2 usable rows read")
+    left = "its paired test is left out (and its final point on the curves' test rows when they are a subset)"
     assert said[1].startswith(f"reports: run {ids['falkon']} (falkon/a9a): predictions.npz unreadable (")
-    assert said[1].endswith("); its paired test is left out")
-    assert said[2] == (f"reports: run {ids['eigenpro3']} (eigenpro3/a9a): predictions.npz missing; "
-                       "its paired test is left out")
+    assert said[1].endswith("); " + left)
+    assert said[2] == f"reports: run {ids['eigenpro3']} (eigenpro3/a9a): predictions.npz missing; " + left
     assert not any("thundersvm" in ln and ln.startswith("reports: run") for ln in lines)
 
 
@@ -288,6 +378,22 @@ def test_damaged_artifacts_are_noted_beside_their_cells(damaged):
         "checkpoint", "checkpoint", "final"]
     md = rep.paths["markdown"].read_text()
     assert f"not tested: predictions.npz missing (run {ids['eigenpro3']})" in md
+    # review of issue 42: the untested cells say so in Table 4 and in the verdict, not only in the cell table
+    table4 = md[md.index("## Table 4: test metric"):md.index("## Table 4: training time")]
+    row = next(line for line in table4.splitlines() if line.startswith("| a9a"))
+    assert row.count(" untested") == 3  # falkon, eigenpro3 and the old thundersvm run; libsvm is tested (≈)
+    assert "97.00 ✓ untested" in row and "50.00 ? untested" in row
+    last = rep.verdict[rep.verdict["time budget"].str.contains("time limit")].iloc[0]
+    assert last[anytime.ALSO] == "libsvm; not tested: falkon, eigenpro3, thundersvm"
+
+
+def test_unusable_bookkeeping_columns_are_damage():
+    # review of issue 42: a non-numeric call column went unnoticed
+    c = pd.DataFrame({"checkpoint": [1, 2], "call": ["1", "x"], "fit_seconds": [0.1, 0.2], "final": [0, 1],
+                      "n_test_rows": [10, 10], "test_accuracy": [0.8, 0.9]})
+    assert anytime._checkpoint_problem(c, "test_accuracy", 2.0) == "truncated or corrupted (1 of 2 rows without a number)"
+    problem = {"run_id": "r", "method": "m", "dataset": "d", "file": "checkpoints.csv", "problem": "x", "used": 0}
+    assert anytime.problem_line(problem) == "run r (m/d): checkpoints.csv x; its anytime curve is its final point only"
 
 
 def test_final_point_legend_is_hollow_not_a_method_colour(report):

@@ -101,7 +101,48 @@ def test_exit_status_counts_tuned_runs_too(monkeypatch, tmp_path):
                                                      tuned_cells=None if tuned is None else
                                                      pd.DataFrame(index=range(tuned)))
 
+    def nothing(*a, **k):
+        raise cli.NothingToReport("no run of experiment 'x' to report; nothing was written")
+
     argv = ["--tracking-uri", f"sqlite:///{tmp_path / 'm.db'}", "--out", str(tmp_path / "o")]
-    for runs, tuned, status in ((0, 3, 0), (2, None, 0), (0, None, 1), (0, 0, 1)):
+    for runs, tuned in ((0, 3), (2, None)):
         monkeypatch.setattr(cli, "build_report", fake(runs, tuned))
-        assert cli.main(argv) == status, (runs, tuned)
+        assert cli.main(argv) == 0, (runs, tuned)
+    monkeypatch.setattr(cli, "build_report", nothing)
+    assert cli.main(argv) == 1
+
+
+def test_a_filter_matching_nothing_writes_nothing_and_says_so(fake_store, tmp_path, monkeypatch, capsys):
+    """Review of issue 42: known values whose combination matches no run overwrote a full report (exit 1,
+    silent); a filtered report went to the default folder and replaced the full one."""
+    import reports.cli as cli
+
+    monkeypatch.setattr(cli, "REPORT_ROOT", tmp_path / "report")
+    uri = fake_store[0]
+    assert main(["--tracking-uri", uri, "--experiment", "table4", "--no-figures"]) == 0
+    full = tmp_path / "report" / "table4"
+    before = {p.name: p.read_bytes() for p in full.iterdir() if p.is_file()}
+    capsys.readouterr()
+    assert main(["--tracking-uri", uri, "--experiment", "table4", "--no-figures", "--dataset", "hepc",
+                 "--status", "oom"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("reports: no run of experiment 'table4' to report (")
+    assert err[0].endswith("; filters dataset=hepc, status=oom); nothing was written")
+    assert {p.name: p.read_bytes() for p in full.iterdir() if p.is_file()} == before
+    # a filtered report has its own default folder; the full report is untouched
+    assert main(["--tracking-uri", uri, "--experiment", "table4", "--no-figures", "--dataset", "hepc",
+                 "--method", "joker-exact,falkon"]) == 0
+    sub = full / "filtered" / "dataset-hepc_method-joker-exact+falkon"
+    assert (sub / "table4.md").is_file() and "Filters:" in (sub / "table4.md").read_text()
+    assert {p.name: p.read_bytes() for p in full.iterdir() if p.is_file()} == before
+
+
+def test_figures_of_an_earlier_report_are_removed(fake_store, tmp_path):
+    """Review of issue 42: a --no-figures run left the figures of an earlier report beside its tables."""
+    out = tmp_path / "o"
+    (out / "figures").mkdir(parents=True)
+    (out / "figures" / "pareto.png").write_bytes(b"old")
+    (out / "tuned.csv").write_text("old")
+    assert main(["--tracking-uri", fake_store[0], "--experiment", "table4", "--out", str(out), "--no-figures"]) == 0
+    assert not (out / "figures").exists() and not (out / "tuned.csv").exists()
+    assert "pareto.png" not in (out / "report.html").read_text()
