@@ -45,7 +45,7 @@ from .errors import AdapterError, BudgetError, DivergedError
 from .planning import FIT_TIME_SHARE, GEMM_MARGIN, MIN_TIMED_SIZE, RATE_CEILING, WORK_CAPS, Planning
 from .runtime import capture_output
 from .threads import blas_threads, torch_threads
-from .validation import check_option_type, check_X, encode_y, library_version, option_kind, positive_float
+from .validation import check_int_option, check_option_type, check_X, encode_y, library_version, option_kind, positive_float
 
 _option_kind = option_kind  # the name tests and older callers use
 
@@ -131,6 +131,9 @@ class Adapter(Planning, abc.ABC):
     #: The type of an option whose default is None (the others take their default's type): "int",
     #: "number", "bool", "str" or "dict". A value of another type is a ValueError naming the option.
     option_kinds: ClassVar[dict[str, str]] = {}
+    #: Integer options with a lower bound, ``None`` allowed where it has a meaning: key -> (minimum, what
+    #: ``None`` means, or None when it is refused); checked by :func:`baselines.validation.check_int_option`.
+    int_options: ClassVar[dict[str, tuple[int, str | None]]] = {}
     #: Convergence signal name reported by :meth:`convergence`.
     signal: ClassVar[str] = ""
     #: Whether :meth:`fit` compares the training error with the trivial predictor.
@@ -265,7 +268,7 @@ class Adapter(Planning, abc.ABC):
             allowed = ", ".join(sorted(self.option_defaults)) or "none"
             raise ValueError(f"{self.name}: unknown option(s) {unknown}; allowed: {allowed}")
         for key, value in options.items():  # the type of each option, named (not a TypeError deep in a fit)
-            if value is not None and key not in self.positive_int_options:  # those: "an integer >= 1" below
+            if value is not None and key not in self.positive_int_options and key not in self.int_options:
                 check_option_type(self.name, key, value, self.option_defaults[key], self.option_kinds.get(key))
         self.task, self.loss, self.kernel = task, loss, kernel
         self.seed, self.dtype, self.n_threads = int(seed), dtype, int(n_threads)
@@ -275,6 +278,8 @@ class Adapter(Planning, abc.ABC):
             value = self.options[key]
             if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
                 raise ValueError(f"{self.name}: option {key} must be an integer >= 1, got {value!r}")
+        for key, (minimum, none) in self.int_options.items():
+            self.options[key] = check_int_option(self.name, key, self.options[key], minimum, none)
         self.plan_: dict[str, Any] | None = None
         self.classes_: np.ndarray | None = None
         self.n_features_in_: int | None = None

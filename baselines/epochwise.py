@@ -27,6 +27,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from .base import MIN_TIMED_SIZE, Adapter, Budget, relative_plateau
+from .planning import FIT_TIME_SHARE
 
 __all__ = ["AUTO_MIN_EPOCHS", "EpochAdapter", "FIXED_EPOCHS", "GPU_WORK_SHARE", "PLATEAU", "PLATEAU_PATIENCE",
            "largest_fitting", "torch_default_dtype"]
@@ -108,14 +109,11 @@ class EpochAdapter(Adapter):
     had converged (test RMSE 0.049 against 0.035, 16-21 s of a 300 s share).
     """
 
+    #: ``epochs``: an integer >= 1, or None (sized to the time budget), checked by the base class.
+    int_options = {"epochs": (1, "sized to the time budget")}
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        epochs = self.options.get("epochs")
-        if epochs is not None and (isinstance(epochs, bool) or not float(epochs).is_integer() or epochs < 1):
-            raise ValueError(f"{self.name}: option epochs must be an integer >= 1 or None (sized to the time "
-                             f"budget), got {epochs!r}")
-        if epochs is not None:
-            self.options["epochs"] = int(epochs)
         self.stop_requested = False
 
     @property
@@ -183,6 +181,12 @@ class EpochAdapter(Adapter):
         epochs = min(AUTO_MIN_EPOCHS, cap) if auto else int(self.options["epochs"])
         found = self._time_limit(budget)
         if found is None:
+            if auto and budget.time_s is not None:  # a GPU: no pace model, so the fit guards the time itself
+                guard = FIT_TIME_SHARE * budget.time_s
+                return p, cap, {"epoch_guard_s": guard, "time_reason": (
+                    f"epochs up to max_epochs = {cap}, ended by the plateau rule or, before an epoch would pass "
+                    f"{guard:.0f} s ({FIT_TIME_SHARE:g} of the {budget.time_s:.0f} s the trial had left), by the "
+                    f"measured epoch times (no pace model on this device)")}
             return p, (cap if auto else epochs), {}
         limit, origin = found
         pace = kernel_entry_seconds(int(d), self.dtype, self.n_threads)
@@ -260,7 +264,7 @@ class EpochAdapter(Adapter):
         the model as it stands after this epoch).
         """
         if not self._history:
-            self.stop_requested = False
+            self.stop_requested, self._stopped_by = False, "plateau"
             self._zero_error = self._error_of(np.zeros((len(target), len(self.classes_)))
                                               if self.task == "multiclass" else np.zeros(len(target)), target)
             self._target_stats = (float(np.mean(target)), float(np.std(target))) if self.task == "regression" else None
@@ -273,7 +277,21 @@ class EpochAdapter(Adapter):
         self._checkpoint(self._decision, epoch=len(self._history), train_error=err)
         if self._auto_epochs and self._plateaued():
             self.stop_requested = True
+        elif self._auto_epochs and self._out_of_time():
+            self.stop_requested, self._stopped_by = True, "time"
         return err
+
+    def _out_of_time(self) -> bool:
+        """Whether one more epoch, at the mean measured epoch time, would pass the plan's ``epoch_guard_s``.
+
+        Set by plans without a pace model (a GPU) whose budget has a time:
+        the epochs are then not sized in advance (:meth:`_timed_size`).
+        """
+        guard = (self.plan_ or {}).get("epoch_guard_s")
+        if not guard or not self._history:
+            return False
+        elapsed = float(self._history[-1]["seconds"])
+        return elapsed * (len(self._history) + 1) / len(self._history) > float(guard)
 
     def _plateaued(self) -> bool:
         """The ``epochs=None`` stopping rule: no relative improvement of ``plateau_rtol`` in :data:`PLATEAU_PATIENCE` epochs.
@@ -355,7 +373,14 @@ class EpochAdapter(Adapter):
             change = abs(errors[-1] - errors[-2]) / max(abs(errors[-2]), 1e-12)
             curve = (f"training {self._metric} {'plateaued' if converged else 'still moving'}: relative change "
                      f"{change:.2e} in the last epoch (rtol {rtol})")
-        if self.stop_requested:
+        timed_out = self.stop_requested and getattr(self, "_stopped_by", "plateau") == "time"
+        if timed_out:
+            guard = float((self.plan_ or {}).get("epoch_guard_s") or 0.0)
+            each = float(self._history[-1]["seconds"]) / len(errors) if errors else 0.0
+            reason = (f"stopped after {len(errors)} of at most {planned} epochs: one more ({each:.3g} s each, "
+                      f"measured) would pass the fit's share of the time budget ({guard:.3g} s), before the "
+                      f"plateau rule ended it; {curve}")
+        elif self.stop_requested:
             reason = (f"stopped after {len(errors)} of at most {planned} epochs: the training squared loss improved "
                       f"by less than {rtol:g} (relative) in {PLATEAU_PATIENCE} epochs (the adapter's rule: EigenPro "
                       f"has no stopping rule); {curve}")
@@ -365,9 +390,11 @@ class EpochAdapter(Adapter):
         else:
             reason = (f"early-stopped after {len(errors)} epochs (fixed epochs by design: no regulariser, no "
                       f"stopping rule); {curve}")
-        info = {"converged": True if self.stop_requested else converged, "reason": reason,
+        info = {"converged": True if self.stop_requested and not timed_out else converged, "reason": reason,
                 "history": list(self._history), "final": errors[-1] if errors else None, "epochs": len(errors)}
-        if self.stop_requested:
+        if timed_out:
+            info["stopped"] = "time"
+        elif self.stop_requested:
             info["stopped"] = PLATEAU
         elif errors and len(errors) >= planned:
             info["stopped"] = FIXED_EPOCHS

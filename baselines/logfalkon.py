@@ -108,18 +108,12 @@ class LogFalkonAdapter(FalkonFamily):
     option_defaults = {**FalkonFamily.common_options, "path_start": 1e-3, "path_steps": 3, "path_iters": 3,
                        "final_steps": None, "max_final_steps": 6, "final_iters": 8}
     option_kinds = {**FalkonFamily.option_kinds, "final_steps": "int"}
+    int_options = {"final_steps": (0, "sized to the time budget"), "max_final_steps": (MIN_FINAL_STEPS, None)}
     signal = "training error after each Newton step (LogisticFalkon error_fn callback)"
 
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+        super().__init__(**kwargs)  # final_steps, max_final_steps: int_options, checked there
         steps = self.options["final_steps"]
-        if steps is not None and (isinstance(steps, bool) or not float(steps).is_integer() or steps < 0):
-            raise ValueError(f"{self.name}: option final_steps must be an integer >= 0 or None (sized to the "
-                             f"time budget), got {steps!r}")
-        cap = self.options["max_final_steps"]
-        if isinstance(cap, bool) or not isinstance(cap, int) or cap < MIN_FINAL_STEPS:
-            raise ValueError(f"{self.name}: option max_final_steps must be an integer >= {MIN_FINAL_STEPS}, "
-                             f"got {cap!r}")
         self._steps: int | None = None if steps is None else int(steps)
 
     def _final_steps(self) -> int:

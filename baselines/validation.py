@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["check_option_type", "check_X", "encode_y", "library_version", "option_kind", "positive_float"]
+__all__ = ["check_int_option", "check_option_type", "check_X", "encode_y", "library_version", "option_kind",
+           "positive_float"]
 
 
 def positive_float(label: str, value: Any) -> float:
@@ -66,6 +67,43 @@ def check_option_type(name: str, key: str, value: Any, default: Any, kind: str |
                 "dict": "a mapping"}[kind]
         shown = "" if default is None else f" (default {default!r})"
         raise ValueError(f"{name}: option {key} must be {what}{shown}, got {value!r}")
+
+
+def check_int_option(name: str, key: str, value: Any, minimum: int = 1, none: str | None = None) -> int | None:
+    """Check an integer option with a lower bound, ``None`` allowed when it means something; return it as int.
+
+    The one rule for counts an adapter takes or sizes itself (EigenPro's
+    ``epochs``, LogFalkon's ``final_steps``: ``None`` = sized to the time
+    budget). Integral floats are taken (Hydra reads ``1e3`` as 1000.0); a
+    bool never is.
+
+    Parameters
+    ----------
+    name, key : str
+        Adapter and option, for the message.
+    value : object
+        The option's value.
+    minimum : int
+        Smallest allowed value.
+    none : str, optional
+        What ``None`` means; ``None`` is refused when not given.
+
+    Returns
+    -------
+    int or None
+
+    Raises
+    ------
+    ValueError
+        ``"<name>: option <key> must be an integer >= <minimum>[ or None (<none>)], got <value>"``.
+    """
+    if value is None and none is not None:
+        return None
+    if (isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real)
+            or not float(value).is_integer() or value < minimum):
+        allowed = f"an integer >= {minimum}" + (f" or None ({none})" if none else "")
+        raise ValueError(f"{name}: option {key} must be {allowed}, got {value!r}")
+    return int(value)
 
 
 def check_X(X: Any, *, name: str, dtype: str, accepts_sparse: bool, n_features: int | None) -> Any:

@@ -332,3 +332,44 @@ def test_logfalkon_newton_steps_at_the_target_fill_the_shared_time(fixed_pace, M
 def test_logfalkon_step_options_are_checked(key, value):
     with pytest.raises(ValueError, match=key):
         make(LogFalkonAdapter, "binary", **{key: value})
+
+
+def test_int_options_share_one_rule():
+    """EigenPro's epochs and LogFalkon's step counts are checked by baselines.validation.check_int_option."""
+    from baselines.validation import check_int_option
+
+    assert check_int_option("a", "k", 3.0, 1, "sized") == 3 and check_int_option("a", "k", None, 1, "sized") is None
+    with pytest.raises(ValueError, match=r"^a: option k must be an integer >= 2, got None$"):
+        check_int_option("a", "k", None, 2)
+    with pytest.raises(ValueError, match=r"^a: option k must be an integer >= 1 or None \(sized\), got 'x'$"):
+        check_int_option("a", "k", "x", 1, "sized")
+    assert make(EigenPro3Adapter, "regression", epochs=4.0).options["epochs"] == 4
+    assert make(LogFalkonAdapter, "binary", max_final_steps=3.0).options["max_final_steps"] == 3
+    with pytest.raises(ValueError, match=r"^eigenpro4: option epochs must be an integer >= 1 or None \(sized to the "
+                                         r"time budget\), got 0$"):
+        make(EigenPro4Adapter, "regression", epochs=0)
+
+
+@pytest.mark.parametrize("cls", [EigenPro3Adapter, EigenPro4Adapter])
+def test_eigenpro_without_a_pace_model_guards_the_time_by_measured_epochs(cls, monkeypatch):
+    """On a GPU (no pace model: Planning._time_limit is None) epochs=None runs up to max_epochs, and the fit
+    stops before an epoch would pass FIT_TIME_SHARE of the budget's seconds, at the mean measured epoch time."""
+    a = make(cls, "regression", max_epochs=40)
+    monkeypatch.setattr(cls, "_time_limit", lambda self, b: None)
+    plan = a.plan(budget(100.0), 20_000, 10)
+    assert plan["epochs"] == 40 and plan["epoch_guard_s"] == pytest.approx(FIT_TIME_SHARE * 100.0)
+    a.plan_ = plan
+    guard = plan["epoch_guard_s"]
+    each = guard / 7.5  # 7 epochs fit, the 8th would pass the guard
+    a._history = [{"epoch": k, "seconds": k * each, "rmse": 1.0 / k, "train_loss": 1.0 / k} for k in range(1, 7)]
+    assert not a._out_of_time()
+    a._history.append({"epoch": 7, "seconds": 7 * each, "rmse": 1 / 7, "train_loss": 1 / 7})
+    assert a._out_of_time()
+    a.stop_requested, a._stopped_by = True, "time"
+    info = a._convergence()
+    assert info["stopped"] == "time" and info["converged"] is False
+    assert info["reason"].startswith(f"stopped after 7 of at most 40 epochs: one more ({each:.3g} s each, measured) "
+                                     f"would pass the fit's share of the time budget ({guard:.3g} s)")
+    # a fixed count keeps upstream's behaviour: no guard
+    fixed = make(cls, "regression", epochs=5)
+    assert "epoch_guard_s" not in fixed.plan(budget(100.0), 20_000, 10)
