@@ -305,7 +305,8 @@ def claim(out: Path, experiment: str, uri: str) -> None:
         ``out`` holds the report of another experiment (its
         ``report.json``, or for reports written before that file, the
         first line of its ``table4.md``); ``out`` is a file or cannot be
-        created; its ``report.json`` is not a JSON object (nothing is
+        created; ``out`` holds files but no report (its files are never
+        deleted or overwritten); its ``report.json`` is not a JSON object (nothing is
         written: the folder may be another experiment's).
     """
     owner = None
@@ -323,6 +324,9 @@ def claim(out: Path, experiment: str, uri: str) -> None:
     elif md.is_file():
         first = md.read_text(encoding="utf-8").split("\n", 1)[0]
         owner = first.split("`")[1] if first.count("`") >= 2 else None
+    if owner is None and out.is_dir() and any(out.iterdir()):  # never delete or overwrite files of a non-report
+        raise StoreError(f"--out {out} is a folder that holds files but no report; pass a new or empty folder "
+                         "(or leave --out out): nothing was written")
     if owner is not None and owner != experiment:
         raise StoreError(
             f"{out} holds the report of experiment {owner!r}, not {experiment!r}; "

@@ -35,7 +35,9 @@ REPO = Path(__file__).resolve().parents[1]
 HARNESS_LAYERS = ("config", "records", "measure", "trials", "sweep")
 
 #: What reports/ may import from the project (a module and what is in it).
-REPORTS_ALLOWED = ("reports", "joker.bench.records.record", "baselines.registry")
+#: ``joker.bench.trials.scoring``: the trial's own metric functions (numpy only), so that the report rescores
+#: stored predictions exactly as the trial scored them (reports.anytime.metric_on_rows, issue 42).
+REPORTS_ALLOWED = ("reports", "joker.bench.records.record", "baselines.registry", "joker.bench.trials.scoring")
 
 #: The project's own top-level packages (everything else is third-party).
 FIRST_PARTY = ("joker", "benchmarks", "reports", "baselines", "hydra_plugins")

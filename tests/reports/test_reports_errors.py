@@ -140,9 +140,22 @@ def test_a_filter_matching_nothing_writes_nothing_and_says_so(fake_store, tmp_pa
 def test_figures_of_an_earlier_report_are_removed(fake_store, tmp_path):
     """Review of issue 42: a --no-figures run left the figures of an earlier report beside its tables."""
     out = tmp_path / "o"
-    (out / "figures").mkdir(parents=True)
-    (out / "figures" / "pareto.png").write_bytes(b"old")
+    assert main(["--tracking-uri", fake_store[0], "--experiment", "table4", "--out", str(out), "--no-figures"]) == 0
+    (out / "figures").mkdir()
+    (out / "figures" / "pareto.png").write_bytes(b"old")  # as an earlier report with figures left it
     (out / "tuned.csv").write_text("old")
     assert main(["--tracking-uri", fake_store[0], "--experiment", "table4", "--out", str(out), "--no-figures"]) == 0
     assert not (out / "figures").exists() and not (out / "tuned.csv").exists()
     assert "pareto.png" not in (out / "report.html").read_text()
+
+
+def test_a_folder_that_is_not_a_report_is_never_touched(fake_store, tmp_path, capsys):
+    """Review of issue 42: --out at a folder of the user's own files deleted its figures/ and overwrote runs.csv."""
+    paper = tmp_path / "paper"
+    (paper / "figures").mkdir(parents=True)
+    (paper / "figures" / "fig1.pdf").write_text("precious")
+    (paper / "runs.csv").write_text("my,own")
+    assert main(["--tracking-uri", fake_store[0], "--experiment", "table4", "--out", str(paper), "--no-figures"]) == 2
+    assert "holds files but no report" in capsys.readouterr().err
+    assert (paper / "figures" / "fig1.pdf").read_text() == "precious" and (paper / "runs.csv").read_text() == "my,own"
+    assert sorted(p.name for p in paper.iterdir()) == ["figures", "runs.csv"]
