@@ -345,8 +345,11 @@ def _cell_budget(runs: pd.DataFrame) -> float | None:
     return float(t.dropna().max())
 
 
-def trivial_levels(runs: pd.DataFrame, predictions: dict) -> dict:
+def trivial_levels(runs: pd.DataFrame, predictions: dict, rows: dict | None = None) -> dict:
     """Per dataset, the trivial predictor's metric on the test rows, in the report's unit.
+
+    ``rows`` (dataset -> k, :func:`curve_rows`) takes the first ``k`` test rows
+    instead of all: the level of the verdict's rows below the time limit.
 
     The majority class's share (accuracy, %) or the standard deviation of
     the targets (RMSE), from the first stored ``y_true`` of the dataset;
@@ -357,6 +360,8 @@ def trivial_levels(runs: pd.DataFrame, predictions: dict) -> dict:
         if r["dataset"] in out:
             continue
         y = np.asarray(predictions[r["run_id"]]["y_true"])
+        k = (rows or {}).get(r["dataset"])
+        y = y[:k] if k else y
         name = r["metric_name"]
         if name == "test_accuracy":
             out[r["dataset"]] = 100.0 * np.unique(y, return_counts=True)[1].max() / len(y)
@@ -366,7 +371,7 @@ def trivial_levels(runs: pd.DataFrame, predictions: dict) -> dict:
 
 
 def verdict(points: pd.DataFrame, runs: pd.DataFrame, cells: pd.DataFrame | None = None,
-            budgets=TIME_BUDGETS, trivial: dict | None = None) -> pd.DataFrame:
+            budgets=TIME_BUDGETS, trivial: dict | None = None, trivial_curve: dict | None = None) -> pd.DataFrame:
     """The best method at each time budget, per (dataset, memory budget), read from the curves.
 
     At a budget ``T`` below the cell's time limit, a method's metric is
@@ -391,6 +396,9 @@ def verdict(points: pd.DataFrame, runs: pd.DataFrame, cells: pd.DataFrame | None
     trivial : dict, optional
         Dataset -> the trivial predictor's metric (:func:`trivial_levels`);
         a best value no better than it is marked "no better than trivial".
+    trivial_curve : dict, optional
+        The same on the curve rows (``trivial_levels(..., rows=curve_rows(points))``),
+        used below the time limit; default ``trivial``.
 
     Returns
     -------
@@ -441,7 +449,8 @@ def verdict(points: pd.DataFrame, runs: pd.DataFrame, cells: pd.DataFrame | None
                             if x.get("untested") is True and _cell_label(x) != best]
                 if untested:
                     also += f"; not tested: {', '.join(untested)}"
-            level = (trivial or {}).get(dataset)
+            level = (trivial if full or trivial_curve is None else trivial_curve or {}) or {}
+            level = level.get(dataset)
             useless = level is not None and (per[best] >= level if lower else per[best] <= level)
             value = f"**{per[best]:.4g}** {what}" + (f" (no better than trivial, {level:.4g})" if useless else "")
             rows.append({**base, "best method": f"**{best}**", "test metric": value,

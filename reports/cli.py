@@ -177,7 +177,8 @@ def build_report(tracking_uri: str | None = None, experiment: str | None = None,
     points = anytime.curves(runs, checkpoints, predictions) if len(runs) else pd.DataFrame(columns=anytime.CURVE_COLUMNS)
     rep = Report(sel, runs, cells)
     rep.points = points
-    rep.verdict = (anytime.verdict(points, runs, cells, trivial=anytime.trivial_levels(runs, predictions))
+    rep.verdict = (anytime.verdict(points, runs, cells, trivial=anytime.trivial_levels(runs, predictions),
+                                   trivial_curve=anytime.trivial_levels(runs, predictions, anytime.curve_rows(points)))
                    if len(points) else pd.DataFrame())
     failed = failed_runs(runs)
 

@@ -439,3 +439,12 @@ def test_checkpoint_rows_without_a_metric_by_design_are_not_damage():
         "unreadable (no column test_rmse)")
     assert anytime._checkpoint_problem(pd.DataFrame({"x": [1]}), "test_rmse", 1.0) == (
         "unreadable (no column fit_seconds)")
+
+
+def test_trivial_level_below_the_limit_is_that_of_the_curve_rows():
+    """Review of issue 42: an all-majority checkpoint on the first k rows was compared with the all-rows share."""
+    y = np.array([1] * 8 + [0] * 2 + [1] * 4 + [0] * 6)  # first 10 rows: 80 % ones; all 20: 60 %
+    runs = pd.DataFrame([{"run_id": "r", "dataset": "a9a", "metric_name": "test_accuracy"}])
+    preds = {"r": {"y_true": y, "y_pred": y}}
+    assert anytime.trivial_levels(runs, preds) == {"a9a": pytest.approx(60.0)}
+    assert anytime.trivial_levels(runs, preds, {"a9a": 10}) == {"a9a": pytest.approx(80.0)}
