@@ -165,8 +165,15 @@ class SODMAdapter(Adapter):
             if o[key] is not None:
                 kwargs[key] = float(o[key])
         model = SODMClassifier(**kwargs)
-        with torch_threads(self.n_threads):
-            model.fit(X, target)
+        if self.checkpoint_hook is not None:  # the final level's certificates, scored by the harness (issue 42)
+            self.model_ = model
+            model.epoch_callback = lambda row: self._checkpoint(self._decision, level=0, epoch=row["epoch"],
+                                                                gap=row["gap"], kkt=row["kkt"])
+        try:
+            with torch_threads(self.n_threads):
+                model.fit(X, target)
+        finally:
+            model.__dict__.pop("epoch_callback", None)  # the fitted model holds no reference to the harness
         self.model_ = model
 
     def _decision(self, X: np.ndarray) -> np.ndarray:

@@ -825,7 +825,9 @@ class _Driver:
                              "dual": cert.dual, "primal": cert.primal, "gap": cert.gap, "kkt": cert.kkt,
                              "gaps": cert.gaps, "kkts": cert.kkts})
         if self.callback is not None:  # after the history: the row is that of this certificate
+            t_cb = time.perf_counter()
             self.callback(self.history[-1], run.alpha)
+            self.t0 += time.perf_counter() - t_cb  # the solver's clock (history, max_time) excludes the callback
         if opts.verbose:
             print(f"[joker] epoch {epoch:4d}  t={self.history[-1]['seconds']:8.2f}s  primal={cert.primal:.6g}  "
                   f"dual={cert.dual:.6g}  gap={cert.gap:.3e}  kkt={cert.kkt:.3e}", flush=True)
@@ -1010,8 +1012,9 @@ def dbcd_tr(op, loss, Y, lam, options=None, seed=None, alpha0=None, sample_weigh
         ``alpha`` the current dual iterate (tensor (n, C), the solver's own:
         read it, do not modify it; with a lagged certificate the row is that
         of the previous epoch's iterate). ``op`` then holds the current
-        K alpha / theta. Its time counts in the solve's seconds
-        (anytime curves: :meth:`baselines.base.Adapter._checkpoint`).
+        K alpha / theta. Its time is not counted: the history's seconds,
+        ``max_time`` and the result's ``seconds`` exclude it (anytime curves,
+        :meth:`baselines.base.Adapter._checkpoint`, score the model here).
 
     Returns
     -------
@@ -1055,7 +1058,7 @@ def dbcd_tr(op, loss, Y, lam, options=None, seed=None, alpha0=None, sample_weigh
             break
     loop.finish()
     return SolveResult(alpha=run.alpha, certificate=loop.cert, n_epochs=loop.epoch, converged=loop.converged,
-                       history=loop.history, seconds=time.perf_counter() - t0, step_duals=run.step_duals,
+                       history=loop.history, seconds=loop.now(), step_duals=run.step_duals,
                        stats=run.stats)
 
 

@@ -266,7 +266,13 @@ class SODMClassifier(BinaryClassifierMixin, BaseEstimator):
         lam = float(self.lam)
         self.model_ = JokerClassifier(**self._joker_params(lam, self.tol, self.kkt_tol, self.max_time))
         t_level = time.perf_counter()
-        self.model_.fit(X, Y, alpha0=None if beta is None else beta / lam)
+        hook = getattr(self, "epoch_callback", None)  # not a parameter (anytime curves): the final level's certificates
+        if hook is not None:
+            self.model_.epoch_callback = hook
+        try:
+            self.model_.fit(X, Y, alpha0=None if beta is None else beta / lam)
+        finally:
+            self.model_.__dict__.pop("epoch_callback", None)  # the fitted model holds no reference to the hook
         m = self.model_
         self.history_.append({"level": 0, "n_partitions": 1, "rows": n, "lam": lam,
                               "seconds": time.perf_counter() - t_level, "gap": float(m.dual_gap_),

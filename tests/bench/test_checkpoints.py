@@ -35,9 +35,11 @@ OPTIONS = {
     "eigenpro4": {"epochs": 3, "n_centers": 300},
     "ipm-lowrank": {"n_components": 64},
     "askotch": {"block_size": 200, "max_epochs": 5, "tol": 1e-12},   # a checkpoint per pass (3 steps)
+    "sodm": {"levels": 2, "max_epochs": 20, "tol": 1e-8},   # the final level's certificates
 }
 LOSS = {"joker-exact": "hinge", "joker-inexact": "hinge", "falkon": "squared", "logfalkon": "logistic",
-        "eigenpro3": "squared", "eigenpro4": "squared", "ipm-lowrank": "hinge", "askotch": "squared"}
+        "eigenpro3": "squared", "eigenpro4": "squared", "ipm-lowrank": "hinge", "askotch": "squared",
+        "sodm": "odm"}
 
 
 @pytest.mark.parametrize("method", list(OPTIONS))

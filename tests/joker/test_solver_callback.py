@@ -32,6 +32,27 @@ def test_joker_callback_sees_every_certificate_and_the_iterate():
     assert np.max(np.abs(preds[1] - preds[-1])) > 1e-6
 
 
+def test_joker_callback_time_is_not_solver_time():
+    """The history's seconds (fig3_convergence) and max_time exclude the callback (the checkpoint evaluation)."""
+    import time
+
+    X, y = make_regression(300, 5, noise=5.0, random_state=0)
+    y = y / np.std(y)
+    pause = 0.05
+
+    def slow(row):
+        time.sleep(pause)
+
+    model = JokerRegressor(lam=1.0, sigma=3.0, tol=1e-8, max_epochs=12, random_state=0, dtype="float64")
+    model.epoch_callback = slow
+    model.fit(X, y)
+    n = len(model.history_)
+    assert n >= 4
+    # every certificate's callback slept `pause`: with its time counted, the last row would be >= (n-1) pauses
+    assert model.history_[-1]["seconds"] < (n - 1) * pause
+    assert model.fit_time_ >= n * pause  # the estimator's wall clock still holds it
+
+
 def test_joker_classifier_callback_decision_matches_final():
     X, y = make_classification(300, 6, random_state=1)
     model = JokerClassifier(lam=1.0, sigma=3.0, loss="hinge", max_epochs=30, random_state=0, dtype="float64")
