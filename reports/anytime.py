@@ -32,7 +32,7 @@ ALSO = "also not distinguishable from the best (paired test, p ≥ 0.05)"
 #: Time budgets (s) of the verdict, besides each cell's own time limit.
 TIME_BUDGETS = (1.0, 10.0, 60.0)
 CURVE_COLUMNS = ["run_id", "dataset", "budget", "method", "variant", "label", "metric_name", "fit_seconds",
-                 "metric", "final", "source", "rows", "n_all"]
+                 "metric", "final", "source", "rows", "n_all", "contended"]
 
 
 def lower_is_better(metric_name) -> bool:
@@ -74,13 +74,15 @@ NUMERIC_COLUMNS = ("checkpoint", "call", "final", "n_test_rows")
 
 
 def _usable_rows(c: pd.DataFrame, metric_name) -> pd.Series:
-    """Rows with a fit time, numbers in the :data:`NUMERIC_COLUMNS` present, and either the metric or the
+    """Rows with a fit time (a finite number of seconds >= 0), numbers in the :data:`NUMERIC_COLUMNS` present,
+    and either the metric or the
     recorder's ``nonfinite`` mark (a model that scored NaN/inf: no metric by design,
     :meth:`joker.bench.trials.checkpoints.CheckpointRecorder.metrics`)."""
     legit = (pd.to_numeric(c["nonfinite"], errors="coerce") == 1) if "nonfinite" in c else pd.Series(False, c.index)
     value = (pd.to_numeric(c[metric_name], errors="coerce").notna() if metric_name in c
              else pd.Series(False, c.index))
-    ok = pd.to_numeric(c["fit_seconds"], errors="coerce").notna() & (value | legit)
+    secs = pd.to_numeric(c["fit_seconds"], errors="coerce")
+    ok = np.isfinite(secs) & (secs >= 0) & (value | legit)
     for col in NUMERIC_COLUMNS:
         if col in c:
             ok &= pd.to_numeric(c[col], errors="coerce").notna()
@@ -96,7 +98,7 @@ def _checkpoint_problem(c: pd.DataFrame, metric_name, expected) -> str | None:
         return f"unreadable (no column {metric_name})"
     bad = int((~usable).sum())
     if bad:
-        return f"truncated or corrupted ({bad} of {len(c)} rows without a number)"
+        return f"truncated or corrupted ({bad} of {len(c)} rows without a number, or a negative fit time)"
     if pd.notna(expected) and len(c) < int(expected):
         return f"truncated ({len(c)} of {int(expected)} rows read)"
     return None
@@ -155,10 +157,10 @@ def load_artifacts(client, runs: pd.DataFrame, problems: list | None = None) -> 
         if c is not None and len(c):
             ckpt[run_id] = c
         p, why = _artifact(client, run_id, "predictions.npz", names, _npz)
-        if p is not None and not ("y_pred" in p and "y_true" in p):
-            why, p = f"unreadable (no {'y_true' if 'y_true' not in p else 'y_pred'} array)", None
-        elif p is not None and len(np.asarray(p["y_true"])) != len(np.asarray(p["y_pred"])):
-            why, p = (f"corrupted (y_true has {len(p['y_true'])} rows, y_pred {len(p['y_pred'])})"), None
+        if p is not None:
+            why = predictions_problem(p, r)
+            if why:
+                p = None
         elif why:
             why = f"unreadable ({why})"
         elif p is None and new_record:
@@ -168,6 +170,53 @@ def load_artifacts(client, runs: pd.DataFrame, problems: list | None = None) -> 
         if p is not None:
             preds[run_id] = p
     return ckpt, preds
+
+
+def predictions_problem(arrays: dict, run) -> str | None:
+    """Why a read ``predictions.npz`` cannot be the run's test predictions, or ``None``.
+
+    The arrays must hold ``y_true`` and ``y_pred`` of one length, as many
+    rows as the run's ``n_test`` (when logged), finite numbers only, and
+    reproduce the run's own test metric (same function as the trial,
+    :func:`metric_on_rows`; accuracy exactly, RMSE to a relative 1e-6):
+    a file that fails any of these is damaged, and its paired test, trivial
+    flag and rescoring on the curve rows are left out.
+
+    Parameters
+    ----------
+    arrays : dict
+        The file's arrays.
+    run : pandas.Series
+        The derived run (``metric_name``, ``metric`` in the report's unit, ``n_test``).
+    """
+    for key in ("y_true", "y_pred"):
+        if key not in arrays:
+            return f"unreadable (no {key} array)"
+    y, yp = np.asarray(arrays["y_true"]), np.asarray(arrays["y_pred"])
+    if len(y) != len(yp):
+        return f"corrupted (y_true has {len(y)} rows, y_pred {len(yp)})"
+    for key, a in (("y_true", y), ("y_pred", yp)):
+        if not np.issubdtype(a.dtype, np.number):
+            continue  # labels as text or bool (a classifier's own classes)
+        bad = int(np.size(a) - np.isfinite(a).sum())
+        if bad:
+            return f"corrupted ({bad} non-finite value{'s' if bad > 1 else ''} in {key})"
+    n = pd.to_numeric(pd.Series([run.get("n_test", np.nan)]), errors="coerce").iloc[0]
+    if pd.notna(n) and int(n) != len(y):
+        return f"truncated or corrupted ({len(y):,} rows, the run tested {int(n):,})"
+    recorded = pd.to_numeric(pd.Series([run.get("metric", np.nan)]), errors="coerce").iloc[0]
+    name = run.get("metric_name")
+    if pd.notna(recorded) and np.isfinite(recorded) and name in REPRODUCIBLE and len(y):
+        value = metric_on_rows(name, arrays, len(y))
+        mine = None if value is None else value * vocab.metric_scale(name)
+        if mine is None or not np.isclose(mine, recorded, rtol=1e-6, atol=1e-12):
+            got = "no value" if mine is None else f"{mine:.6g}"
+            return f"corrupted (its {name} is {got}, the run recorded {recorded:.6g})"
+    return None
+
+
+#: Metrics that the stored labels reproduce exactly (AUC needs the float32 ``scores``: not checked).
+REPRODUCIBLE = ("test_accuracy", "test_f1", "test_rmse", "test_mse", "test_rel_error")
 
 
 def problem_line(problem: dict) -> str:
@@ -227,8 +276,10 @@ def curves(runs: pd.DataFrame, checkpoints: dict, predictions: dict | None = Non
         point of the fit), ``final`` (the final model on all test rows:
         the trial's reported metric) or ``final on curve rows`` (the final
         model rescored on the checkpoint rows). ``rows``: the test rows the
-        point is scored on; ``n_all``: the run's test rows. ``curve``: the point is on its dataset's curve
-        rows (``k``; all rows when no run has checkpoints on fewer).
+        point is scored on; ``n_all``: the run's test rows. ``contended``: the run's timing was
+        contended (tag ``contended``: its seconds are not comparable). ``curve``: the point is on its
+        dataset's curve rows (``k``; all rows when no run has checkpoints on fewer); ``off_curve``: why
+        a point is not (checkpoints on other rows; a final model that could not be rescored), '' otherwise.
         Points with a metric missing are dropped.
     """
     predictions = predictions or {}
@@ -239,7 +290,8 @@ def curves(runs: pd.DataFrame, checkpoints: dict, predictions: dict | None = Non
         n_all = r.get("n_test", np.nan)
         base = {"run_id": r["run_id"], "dataset": r["dataset"], "budget": r["budget"], "method": r["method"],
                 "variant": r.get("variant", ""), "label": label(r["method"], r.get("variant", "")),
-                "metric_name": name, "n_all": n_all}
+                "metric_name": name, "n_all": n_all,
+                "contended": pd.to_numeric(pd.Series([r.get("contended_flag", np.nan)]), errors="coerce").iloc[0] == 1}
         final_row = {**base, "fit_seconds": r["fit_seconds"], "metric": r["metric"], "final": 1,
                      "source": "final", "rows": n_all}
         c = checkpoints.get(r["run_id"])
@@ -274,22 +326,52 @@ def curve_rows(points: pd.DataFrame) -> dict:
 
 
 def _on_curve_rows(points: pd.DataFrame, runs: pd.DataFrame, predictions: dict) -> pd.DataFrame:
-    """Add each run's final model scored on its dataset's curve rows, and the ``curve`` flag."""
+    """Add each run's final model scored on its dataset's curve rows, and the ``curve`` flag.
+
+    A final model is rescored only when its stored ``y_true`` begins with the
+    rows a checkpointed run of the dataset was scored on (:func:`same_rows`
+    on the first ``k``; unchecked when no checkpointed run kept predictions).
+    """
     if points.empty:
         return points.assign(curve=pd.Series(dtype=bool))
     k_of = curve_rows(points)
-    extra = []
-    for _, p in points[points["final"] == 1].iterrows():
+    refs = {}  # dataset -> the distinct first-k y_true of its checkpointed runs
+    for (dataset, rid), _ in points[points["source"] == "checkpoint"].groupby(["dataset", "run_id"], sort=False):
+        k = k_of.get(dataset)
+        if rid in predictions and k is not None and len(predictions[rid]["y_true"]) >= k:
+            head = np.asarray(predictions[rid]["y_true"])[:k]
+            if not any(same_rows(head, h) for h in refs.get(dataset, [])):
+                refs.setdefault(dataset, []).append(head)
+    extra, why_not = [], {}  # why_not: index of a final point -> why it has no twin on the curve rows
+    for idx, p in points[points["final"] == 1].iterrows():
         k = k_of.get(p["dataset"])
-        if k is None or p["rows"] == k or p["run_id"] not in predictions:
+        if k is None or p["rows"] == k:
+            continue
+        if p["run_id"] not in predictions:
+            why_not[idx] = "its final model could not be rescored on these rows (no usable predictions.npz)"
+            continue
+        head = np.asarray(predictions[p["run_id"]]["y_true"])[:k]
+        if p["dataset"] in refs and not any(same_rows(head, h) for h in refs[p["dataset"]]):
+            why_not[idx] = "its test rows are not the curves' rows"
             continue
         value = metric_on_rows(p["metric_name"], predictions[p["run_id"]], k)
-        if value is not None:
-            extra.append({**p.to_dict(), "metric": value * vocab.metric_scale(p["metric_name"]),
-                          "source": "final on curve rows", "rows": k})
-    out = pd.concat([points, pd.DataFrame(extra, columns=points.columns)], ignore_index=True) if extra else points
-    out = out.copy()
+        if value is None:
+            why_not[idx] = f"its final model could not be rescored on these rows (fewer than {k:,} rows stored)"
+            continue
+        extra.append({**p.to_dict(), "metric": value * vocab.metric_scale(p["metric_name"]),
+                      "source": "final on curve rows", "rows": k})
+    out = points.copy()
+    out["off_curve"] = ""
+    for idx, why in why_not.items():
+        out.at[idx, "off_curve"] = why
+    if extra:
+        out = pd.concat([out, pd.DataFrame(extra, columns=points.columns).assign(off_curve="")], ignore_index=True)
     out["curve"] = [k_of.get(d) is not None and rows == k_of.get(d) for d, rows in zip(out["dataset"], out["rows"])]
+    stray = (~out["curve"]) & (out["source"] == "checkpoint")  # checkpoints on other rows than the curves'
+    out.loc[stray, "off_curve"] = [f"its checkpoints are scored on {_rows_text(r, n)} test rows, not on the curves' "
+                                   f"{k_of.get(d):,}" for r, n, d in zip(out.loc[stray, "rows"],
+                                                                        out.loc[stray, "n_all"],
+                                                                        out.loc[stray, "dataset"])]
     return out
 
 
@@ -428,23 +510,22 @@ def verdict(points: pd.DataFrame, runs: pd.DataFrame, cells: pd.DataFrame | None
             name = f"within {t:g} s" + (" (the time limit)" if limit and t == limit else "")
             now = at_budget(finals if full else on_curve, t, lower)
             rows_used = n_all if full else k
-            left = sorted(set(at_budget(d, t, lower)["label"]) - set(now["label"]))
-            had = f"{now['label'].nunique()}" + (f" ({', '.join(left)} left out: final model not "
-                                                   f"rescored on these rows)" if left else "")
+            had = f"{now['label'].nunique()}" + _left_out(at_budget(d, t, lower), now)
             base = {"dataset": dataset, "memory budget": budget_text(mem, runs), "time budget": name,
-                    "test rows": _rows_text(rows_used, n_all)}
+                    "test rows": _rows_text(rows_used, n_all), "_limit": full, "_rows": rows_used, "_n": n_all}
             if now.empty:
                 rows.append({**base, "best method": "(no model yet)", "test metric": "", "its model": "",
-                             ALSO: "", "methods with a model": had})
+                             ALSO: "", "methods with a model": had, SUMMARY_CELL: "(no model yet)"})
                 continue
             per = now.groupby("label")["metric"].median()
             secs = now.groupby("label")["fit_seconds"].median()
             best = _best_of(per, secs, lower)
-            also = "(paired test at the time limit only)"
+            also, n_also = "(paired test at the time limit only)", None
             if full and cells is not None and "same_as_best" in cells:
                 c = cells[(cells["dataset"] == dataset) & (cells["budget"] == mem)]
-                also = ", ".join(_cell_label(x) for _, x in c.iterrows()
-                                 if x.get("same_as_best") is True and _cell_label(x) != best) or "none"
+                same = [_cell_label(x) for _, x in c.iterrows()
+                        if x.get("same_as_best") is True and _cell_label(x) != best]
+                also, n_also = ", ".join(same) or "none", len(same)
                 untested = [_cell_label(x) for _, x in c.iterrows()
                             if x.get("untested") is True and _cell_label(x) != best]
                 if untested:
@@ -452,16 +533,111 @@ def verdict(points: pd.DataFrame, runs: pd.DataFrame, cells: pd.DataFrame | None
             level = (trivial if full or trivial_curve is None else trivial_curve or {}) or {}
             level = level.get(dataset)
             useless = level is not None and (per[best] >= level if lower else per[best] <= level)
-            value = f"**{per[best]:.4g}** {what}" + (f" (no better than trivial, {level:.4g})" if useless else "")
-            rows.append({**base, "best method": f"**{best}**", "test metric": value,
-                         "its model": _model_text(now[now["label"] == best], d, best,
-                                                  marks.get((dataset, mem, best), "")),
-                         ALSO: also, "methods with a model": had})
+            flag = f" (no better than trivial, {sig(level, 4)})" if useless else ""
+            model = now[now["label"] == best]
+            mark = marks.get((dataset, mem, best), "")
+            rows.append({**base, "best method": f"**{best}**",
+                         "test metric": f"**{sig(per[best], 4)}** {what}{flag}",
+                         "its model": _model_text(model, d, best, mark),
+                         ALSO: also, "methods with a model": had,
+                         SUMMARY_CELL: _summary_text(best, per[best], model, mark, flag, n_also)})
     if not rows:
         return pd.DataFrame()
-    out = pd.DataFrame(rows).fillna("")
+    out = pd.DataFrame(rows)
+    out[[c for c in out if not c.startswith("_")]] = out[[c for c in out if not c.startswith("_")]].fillna("")
     return out[["dataset", "memory budget", "time budget", "best method", "test metric", "test rows", "its model",
-                ALSO, "methods with a model"]]
+                ALSO, "methods with a model", SUMMARY_CELL, "_limit", "_rows", "_n"]]
+
+
+#: Column of :func:`verdict` that :func:`verdict_summary` spreads over the time budgets (not shown in the detail).
+SUMMARY_CELL = "summary cell"
+#: Column of :func:`verdict_summary` for the trial's time limit.
+AT_LIMIT = "at the time limit (all test rows)"
+
+
+def sig(x, digits: int = 4) -> str:
+    """The tables' number format (:func:`reports.render.sig`): 4 significant digits, trailing zeros kept."""
+    from .render import sig as _sig
+
+    return _sig(x, digits)
+
+
+def flagged(value) -> bool:
+    """Whether a flag column's value is set (True or numpy True; NaN and None are not)."""
+    return isinstance(value, (bool, np.bool_)) and bool(value)
+
+
+def _summary_text(best: str, value: float, model: pd.DataFrame, mark: str, flag: str, n_also) -> str:
+    """``**falkon** 0.03489 ✓`` / ``**joker-exact** 96.74 (checkpoint at 0.97 s)``, with † when the run was
+    contended and ``≈ 5 others`` (the paired test's count) at the time limit: one cell of the summary."""
+    p = model.sort_values("fit_seconds").iloc[-1]
+    text = f"**{best}** {sig(value, 4)}{flag}"
+    text += (f" {mark}" if mark else "") if int(p["final"]) == 1 else f" (checkpoint at {p['fit_seconds']:.2g} s)"
+    if any(flagged(v) for v in model.get("contended", [])):
+        text += " †"
+    if n_also:
+        text += f"; ≈ {n_also} other{'s' if n_also > 1 else ''}"
+    return text
+
+
+def verdict_summary(detail: pd.DataFrame) -> pd.DataFrame:
+    """The verdict on one screen: one row per (dataset, memory budget), one column per time budget.
+
+    Parameters
+    ----------
+    detail : pandas.DataFrame
+        From :func:`verdict` (with its :data:`SUMMARY_CELL` column).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Strings: ``dataset``, ``memory budget``, ``test rows`` (below the
+        time limit, and at it), then ``within T s`` for each time budget
+        below the limit and :data:`AT_LIMIT`; a cell is the best method,
+        its metric, its convergence mark or ``(checkpoint at t s)``, †
+        when its fit time was contended, and at the limit the number of
+        methods the paired test cannot tell from it (``≈ k others``). The
+        detail table names them.
+    """
+    if detail is None or detail.empty or SUMMARY_CELL not in detail:
+        return pd.DataFrame()
+    rows, columns = [], []
+    for (dataset, mem), d in detail.groupby(["dataset", "memory budget"], sort=False):
+        row = {"dataset": dataset, "memory budget": mem}
+        below, limit = d[~d["_limit"].astype(bool)], d[d["_limit"].astype(bool)]
+        low = below["test rows"].iloc[0] if len(below) else ""
+        high = limit["test rows"].iloc[0] if len(limit) else ""
+        row["test rows"] = low or high if not (low and high) or low == high else f"{low}; {high} at the limit"
+        for _, r in d.iterrows():
+            col = AT_LIMIT if r["_limit"] else r["time budget"].split(" (")[0]
+            if col not in columns:
+                columns.append(col)
+            row[col] = r[SUMMARY_CELL]
+        rows.append(row)
+    order = sorted((c for c in columns if c != AT_LIMIT), key=lambda c: float(c.split()[1])) + (
+        [AT_LIMIT] if AT_LIMIT in columns else [])
+    return pd.DataFrame(rows).reindex(columns=["dataset", "memory budget", "test rows"] + order).fillna("")
+
+
+def verdict_detail(detail: pd.DataFrame) -> pd.DataFrame:
+    """:func:`verdict` without its bookkeeping columns (the detail table of the report)."""
+    if detail is None or detail.empty:
+        return pd.DataFrame()
+    return detail.drop(columns=[c for c in detail if c.startswith("_") or c == SUMMARY_CELL])
+
+
+def _left_out(anywhere: pd.DataFrame, now: pd.DataFrame) -> str:
+    """`` (eigenpro3 left out: its test rows are not the curves' rows)``: methods with a model at the budget
+    that the ranking could not score on its rows, each with the reason (``off_curve`` of :func:`curves`)."""
+    gone = anywhere[~anywhere["label"].isin(set(now["label"]))]
+    if gone.empty:
+        return ""
+    parts = []
+    for lab, g in gone.groupby("label", sort=True):
+        why = next((w for w in g.get("off_curve", pd.Series(dtype=str)) if isinstance(w, str) and w),
+                   "not scored on these rows")
+        parts.append(f"{lab}: {why}")
+    return " (left out: " + "; ".join(parts) + ")"
 
 
 def budget_text(name: str, runs: pd.DataFrame) -> str:
@@ -493,13 +669,15 @@ def _rows_text(rows, n_all) -> str:
 
 
 def _model_text(at_t: pd.DataFrame, d: pd.DataFrame, best: str, mark: str) -> str:
-    """``final, 3.2 s, ✓`` or ``checkpoint at 7.9 s of a 12.3 s fit`` for the best method's (first) run."""
+    """``final, 3.2 s, ✓`` or ``checkpoint at 7.9 s of a 12.3 s fit`` for the best method's (last) run, with
+    † when its timing was contended."""
     p = at_t.sort_values("fit_seconds").iloc[-1]
+    busy = " † (contended: its seconds are not comparable)" if flagged(p.get("contended")) else ""
     if int(p["final"]) == 1:
-        return f"final, {p['fit_seconds']:.3g} s" + (f", {mark}" if mark else "")
+        return f"final, {p['fit_seconds']:.3g} s" + (f", {mark}" if mark else "") + busy
     end = d[(d["run_id"] == p["run_id"]) & (d["final"] == 1)]["fit_seconds"]
     return (f"checkpoint at {p['fit_seconds']:.3g} s" + (f" of a {end.max():.3g} s fit" if len(end) else "")
-            + " (the fit went on)")
+            + " (the fit went on)" + busy)
 
 
 def _convergence_marks(cells: pd.DataFrame | None) -> dict:

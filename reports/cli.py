@@ -87,7 +87,10 @@ class Report:
     points : pandas.DataFrame or None
         The anytime curves (:func:`reports.anytime.curves`).
     verdict : pandas.DataFrame or None
-        The best method per time and memory budget (:func:`reports.anytime.verdict`).
+        The best method per time and memory budget, one row each (:func:`reports.anytime.verdict`).
+    verdict_summary : pandas.DataFrame or None
+        The same on one screen: a row per (dataset, memory budget), a column per time budget
+        (:func:`reports.anytime.verdict_summary`).
     """
 
     selection: Selection
@@ -99,6 +102,7 @@ class Report:
     tuned_settings: pd.DataFrame | None = None
     points: pd.DataFrame | None = None
     verdict: pd.DataFrame | None = None
+    verdict_summary: pd.DataFrame | None = None
 
 
 def failed_runs(runs: pd.DataFrame) -> pd.DataFrame:
@@ -177,9 +181,11 @@ def build_report(tracking_uri: str | None = None, experiment: str | None = None,
     points = anytime.curves(runs, checkpoints, predictions) if len(runs) else pd.DataFrame(columns=anytime.CURVE_COLUMNS)
     rep = Report(sel, runs, cells)
     rep.points = points
-    rep.verdict = (anytime.verdict(points, runs, cells, trivial=anytime.trivial_levels(runs, predictions),
-                                   trivial_curve=anytime.trivial_levels(runs, predictions, anytime.curve_rows(points)))
-                   if len(points) else pd.DataFrame())
+    full_verdict = (anytime.verdict(points, runs, cells, trivial=anytime.trivial_levels(runs, predictions),
+                                    trivial_curve=anytime.trivial_levels(runs, predictions, anytime.curve_rows(points)))
+                    if len(points) else pd.DataFrame())
+    rep.verdict = anytime.verdict_detail(full_verdict)
+    rep.verdict_summary = anytime.verdict_summary(full_verdict)
     failed = failed_runs(runs)
 
     how = "given" if experiment else (
@@ -241,10 +247,10 @@ def build_report(tracking_uri: str | None = None, experiment: str | None = None,
 
     refs = (published.cited(cells), published.other_sizes(cells))
     settings_tables = [(settings.TITLE, settings.cell_settings(runs))] if len(runs) else []  # reports/settings.py
-    tables = problems.with_problems(_tables(cells, rep.verdict), runs) + settings_tables + tuned_tables + scaling_tables
+    tables = problems.with_problems(_tables(cells, rep.verdict_summary, rep.verdict), runs) + settings_tables + tuned_tables + scaling_tables
     when = _dt.datetime.now().isoformat(timespec="seconds")
     rep.paths = _write(out, sel, rep, tables, failed, refs, when)
-    console = [t for t in tables if t[0] in (VERDICT, METRIC_TITLE)]  # the verdict, the metric table
+    console = [t for t in tables if t[0] in (VERDICT, METRIC_TITLE)]  # the verdict summary, the metric table
     console += [t for t in tuned_tables[:1] if t not in console]  # after a tuned run, its metric table (issue 43)
     for title, frame in console:
         echo("")
@@ -345,29 +351,52 @@ def claim(out: Path, experiment: str, uri: str) -> None:
 VERDICT = "Verdict"
 METRIC_TITLE = ("Table 4: test metric (✓ converged, ✗ not, ? unknown; "
                 "≈ not distinguishable from the best (paired test, p ≥ 0.05))")
-#: The sentence under the verdict table.
+#: Title of the verdict's detail table (after the lead figures).
+VERDICT_DETAIL = "Verdict in detail: each time budget, the model, the rows and the paired test"
+#: The sentences under the verdict table ({figure}: where the curves are, or that they were not drawn).
 VERDICT_NOTE = (
-    "Which method to use within a time budget and a memory budget. For each time budget T, the method whose "
-    "model, had its fit been stopped at T, has the best test metric: each method's last point at or before T "
-    "on its anytime curve (figures/metric_vs_time.png; a method that had not finished may be represented "
-    "by a checkpoint of its running fit, 'its model' says which). Below the time limit every point is "
-    "scored on the same test rows, the curves' rows (a random subset when the test set is large); at the "
-    "time limit every fit has ended and the final models are ranked on all test rows, like Table 4. There "
-    "the next column lists the methods not distinguishable from the best by a paired test on the same rows "
+    "Which method to use within a time budget (columns) and a memory budget (e.g. cpu-4g = CPU only, 4 GiB "
+    "of host memory, Datasets table). A cell names the method whose model, had every fit been stopped at that "
+    "time, has the best test metric (accuracy % or RMSE in the target's unit), read from the anytime curves "
+    "{figure}: '(checkpoint at t s)' is a model taken during a fit that went on; ✓ converged, ✗ stopped "
+    "short of its own tolerance, ok (fixed epochs) ran every epoch its plan gave, ? the method logs no "
+    "convergence signal (TorchKM's Nystrom solver). Below the time limit all methods are scored "
+    "on the same test rows (the curves' rows); at the time limit every fit has ended and the final models are "
+    "ranked on all test rows, like Table 4; '≈ k others': k methods a paired test cannot tell from the best "
+    "(named in the detail table below). The time limit is the trial's wall clock (timeout_s); every plan "
+    "sizes its fit to at most half of what is left, so fits end well before it. † the best's fit time was "
+    "measured under contention (the trial got less CPU than its threads): it may be slower than on an idle "
+    "machine.")
+#: The sentence under the verdict's detail table.
+VERDICT_DETAIL_NOTE = (
+    "One row per (dataset, memory budget, time budget). 'its model' says which model the best method held "
+    "then: a checkpoint of its running fit (and how long the fit went on) or its final model with its "
+    "convergence mark. 'test rows': the rows every method at that time is scored on. At the time limit the "
+    "next column lists the methods not distinguishable from the best by a paired test on the same rows "
     "(McNemar's exact test for accuracy, a paired bootstrap for RMSE, p ≥ 0.05): the gap may be noise, and "
     "it may be large; it is not a finding that they are as good. Below the time limit there is no paired "
     "test (the checkpoints' predictions are not kept): gaps of a few tenths of a point may be noise. "
-    "Memory budget: the trial's limits, e.g. cpu-4g = CPU only, 4 GiB of host memory and the time limit "
-    "(Datasets table). ✓ converged, ✗ stopped short of its own tolerance, ok (fixed epochs) ran every epoch "
-    "its plan gave (legend below). Fit times measured under contention († in the time table) may be slower "
-    "than on an idle machine.")
+    "'methods with a model': how many methods had a model by then, and any left out because they could not "
+    "be scored on these rows, with the reason.")
 
 
-def _tables(cells: pd.DataFrame, verdict: pd.DataFrame | None = None) -> list:
-    """Titled string tables, in report order (the verdict first)."""
+def verdict_note(figures: bool, methods=None) -> str:
+    """The sentences under the verdict: where its curves are drawn, and (for a report filtered by method)
+    that it ranks the filtered methods only."""
+    text = VERDICT_NOTE.format(figure="(figures below: metric_vs_time, pareto)" if figures
+                               else "(not drawn: this report was made with --no-figures)")
+    if methods:
+        text += (f" This report is filtered: the verdict ranks only {', '.join(methods)}; the full report "
+                 f"may name another method.")
+    return text
+
+
+def _tables(cells: pd.DataFrame, summary: pd.DataFrame | None = None, detail: pd.DataFrame | None = None) -> list:
+    """Titled string tables, in report order (the verdict and its detail first)."""
     if cells.empty:
         return []
-    head = [(VERDICT, verdict)] if verdict is not None and len(verdict) else []
+    head = [(VERDICT, summary)] if summary is not None and len(summary) else []
+    head += [(VERDICT_DETAIL, detail)] if head and detail is not None and len(detail) else []
     return head + [
         ("Datasets: sizes, scale, threads, device, budget, metric",
          render.datasets(cells)),
@@ -393,7 +422,9 @@ def _write(out: Path, sel: Selection, rep: Report, tables, failed, refs, when) -
             f"Store `{sel.tracking_uri}`. {sel.summary()}.\n"
             + (f"Filters: {sel.filters}.\n" if sel.filters else "")
             + f"Generated {when}.\n\n")
-    intro = {VERDICT: VERDICT_NOTE + "\n\n"}
+    drawn = any(f.name == "metric_vs_time" and f.png for f in rep.figures)
+    intros = {VERDICT: verdict_note(drawn, (sel.filters or {}).get("method")), VERDICT_DETAIL: VERDICT_DETAIL_NOTE}
+    intro = {t: n + "\n\n" for t, n in intros.items()}
     body = "".join(f"## {t}\n\n{intro.get(t, '')}{render.markdown(df)}\n" for t, df in tables)
     if not tables:
         body = "No runs matched.\n\n"
@@ -437,7 +468,7 @@ def _write(out: Path, sel: Selection, rep: Report, tables, failed, refs, when) -
         experiment=sel.experiment, uri=sel.tracking_uri, summary=sel.summary(),
         filters=sel.filters, when=when, tables=tables, legend=render.LEGEND,
         notes=notes, figures=rep.figures, skipped=sel.skipped, failed=failed,
-        intros={VERDICT: VERDICT_NOTE}, lead_figure="metric_vs_time",
+        intros=intros, lead_figures=("metric_vs_time", "pareto"),
         references=beside, other_references=elsewhere), encoding="utf-8")
     return {k: p.resolve() for k, p in paths.items()}
 

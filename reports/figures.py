@@ -392,10 +392,14 @@ def fig_metric_vs_time(points: pd.DataFrame, order=None):
             col = colour(r["method"].iloc[0])
             curve = r[r["final"] == 0]
             fin = r[r["final"] == 1]
+            busy = _contended(r)
             if len(r) > 1:
-                ax.plot(r["fit_seconds"], r["metric"], "-", color=col, lw=1.8, alpha=0.9)
+                ax.plot(r["fit_seconds"], r["metric"], "--" if busy else "-", color=col, lw=1.8, alpha=0.9)
                 ax.plot(curve["fit_seconds"], curve["metric"], "o", color=col, ms=3.5)
             ax.plot(fin["fit_seconds"], fin["metric"], "o", color=col, ms=10, mec="black", mew=1.0)
+            if busy:
+                for x, y in zip(fin["fit_seconds"], fin["metric"]):
+                    _dagger(ax, x, y)
         _plain_log(ax, "x", values=d["fit_seconds"])
         _zoom_finals(ax, d)
         ax.set_xlabel("fit time (s, log scale; evaluation excluded)")
@@ -409,6 +413,9 @@ def fig_metric_vs_time(points: pd.DataFrame, order=None):
     # neutral: a hollow black-edged marker, not a method's colour (grey is libsvm's)
     handles.append(Line2D([], [], color="black", marker="o", ms=10, mfc="white", mec="black", mew=1.0, lw=0,
                           label="final point"))
+    if any(_contended(r) for _, r in data.groupby("run_id")):
+        handles.append(Line2D([], [], color="black", ls="--", marker="$†$", ms=10, lw=1.2,
+                              label="† dashed: contended run (its seconds are not comparable)"))
     fig.legend(handles=handles, loc="outside lower center", frameon=False, fontsize=12,
                ncol=min(6, len(handles)))
     fig.suptitle("Test metric vs fit time (small dots: checkpoints during the fit; large: final model, "
@@ -417,14 +424,29 @@ def fig_metric_vs_time(points: pd.DataFrame, order=None):
     return fig, data
 
 
+def _contended(r: pd.DataFrame) -> bool:
+    """Whether a run's points (or a cell) carry the ``contended`` flag (its timing is not comparable)."""
+    from .anytime import flagged
+
+    return "contended" in r and any(flagged(v) for v in r["contended"])
+
+
+def _dagger(ax, x, y) -> None:
+    """A † beside a point whose fit time was measured under contention."""
+    ax.annotate("†", (x, y), xytext=(7, 5), textcoords="offset points", fontsize=14, fontweight="bold",
+                color="black", zorder=5)
+
+
 def _rows_note(d: pd.DataFrame) -> str:
     """`` (first 5,000 of 10,000 test rows)`` when a panel's points are scored on a subset of the test rows."""
+    from .anytime import _rows_text
+
     if "rows" not in d or "n_all" not in d:
         return ""
     rows, n_all = pd.to_numeric(d["rows"], errors="coerce").max(), pd.to_numeric(d["n_all"], errors="coerce").max()
     if pd.isna(rows) or pd.isna(n_all) or rows >= n_all:
         return ""
-    return f"\n(test metric on the first {int(rows):,} of {int(n_all):,} test rows, every point)"
+    return f"\n(test metric on the {_rows_text(rows, n_all)} test rows, every point)"
 
 
 def _zoom_finals(ax, d: pd.DataFrame) -> None:
@@ -492,7 +514,7 @@ def fig_pareto(cells: pd.DataFrame, order=None):
         ``front_memory`` (on the Pareto front of that panel: no other cell
         of the dataset is both cheaper and better).
     """
-    from .anytime import label as _lab, lower_is_better
+    from .anytime import flagged as anytime_flag, label as _lab, lower_is_better
 
     if cells.empty:
         return None, pd.DataFrame()
@@ -529,6 +551,8 @@ def fig_pareto(cells: pd.DataFrame, order=None):
             for (idx, p), on in zip(dd.iterrows(), mask):
                 ax.scatter(x[idx], p["metric"], s=110 if on else 60, color=colour(p["method"]),
                            edgecolor="black", linewidth=1.2 if on else 0.4, zorder=2)
+                if col == "fit_seconds" and anytime_flag(p.get("contended")):
+                    _dagger(ax, x[idx], p["metric"])
             _plain_log(ax, "x", values=x)
             ax.set_xlabel(xlabel)
             ax.set_ylabel(vocab.metric_label(d["metric_name"].iloc[0], dataset))
@@ -536,7 +560,9 @@ def fig_pareto(cells: pd.DataFrame, order=None):
             # the front is named in the title, cheapest first: labels beside the points hid one another
             # and the markers of close neighbours (review of issue 42)
             ax.set_title(f"{dataset} ({budgets}): metric vs {'memory' if c == 0 else 'time'}\n"
-                         f"front, cheapest first: {' → '.join(f['label'])}")
+                         f"front, cheapest first: "
+                         + " → ".join(lab + ("†" if c == 1 and anytime_flag(busy) else "")
+                                      for lab, busy in zip(f["label"], f["contended"])))
             ax.grid(True, which="major", alpha=0.3)
             _label_style(ax)
     from matplotlib.lines import Line2D
@@ -544,6 +570,9 @@ def fig_pareto(cells: pd.DataFrame, order=None):
     handles = [Line2D([], [], color=colour(m), marker="o", linestyle="", ms=9, label=m)
                for m in _hue_order(data["method"])]
     handles.append(Line2D([], [], color="black", ls="--", label="Pareto front (large markers; named in each panel's title)"))
+    if any(anytime_flag(v) for v in data["contended"]):
+        handles.append(Line2D([], [], color="black", marker="$†$", ms=10, lw=0,
+                              label="† contended: its fit time is not comparable"))
     fig.legend(handles=handles, loc="outside lower center", frameon=False, fontsize=12,
                ncol=min(6, len(handles)))
     fig.suptitle("Final test metric vs fit memory and vs fit time (cell medians);\n"

@@ -32,12 +32,12 @@ Generated {{ when|e }}.</p>
 {% for title, table in tables %}<h2>{{ title|e }}</h2>
 {% if intros.get(title) %}<p class="meta">{{ intros[title]|e }}</p>{% endif %}
 <div class="box">{{ table }}</div>
-{% if loop.first and lead %}<h3>{{ lead.title|e }}</h3>
-<img alt="{{ lead.name|e }}" src="data:image/png;base64,{{ lead.b64 }}">{% endif %}{% endfor %}
+{% if loop.first %}{% for f in lead %}<h3>{{ f.title|e }}</h3>
+<img alt="{{ f.name|e }}" src="data:image/png;base64,{{ f.b64 }}">{% endfor %}{% endif %}{% endfor %}
 <p class="legend">{{ legend|e }}</p>
 {% if notes %}<ul class="legend">{% for n in notes %}<li>{{ n|e }}</li>{% endfor %}</ul>{% endif %}
 <h2>Figures</h2>
-{% for f in figures if not (lead and f.name == lead.name) %}<h3>{{ f.title|e }}</h3>
+{% for f in figures if f.name not in lead_names %}<h3>{{ f.title|e }}</h3>
 {% if f.png %}<img alt="{{ f.name|e }}" src="data:image/png;base64,{{ f.b64 }}">
 <p class="meta">Files: <code>{{ f.png.name }}</code>, <code>{{ f.pdf.name }}</code>; {{ f.n }} plotted points.</p>
 {% else %}<p class="meta">{{ f.note|e }}</p>{% endif %}{% endfor %}
@@ -79,7 +79,7 @@ def html_bold(text: str) -> str:
 
 def page(*, experiment, uri, summary, filters, when, tables, legend,
          figures, skipped, failed, references, notes=(),
-         other_references=None, intros=None, lead_figure=None) -> str:
+         other_references=None, intros=None, lead_figures=()) -> str:
     """The HTML text.
 
     Parameters
@@ -93,9 +93,9 @@ def page(*, experiment, uri, summary, filters, when, tables, legend,
         Footnotes shown under the legend.
     intros : dict, optional
         Table title -> a sentence shown under its heading (the verdict's).
-    lead_figure : str, optional
-        Name of the figure shown right after the first table (the verdict),
-        not again among the figures.
+    lead_figures : sequence of str, optional
+        Names of the figures shown right after the first table (the verdict),
+        in this order, not again among the figures.
     Other parameters are strings or a dict (``filters``) shown verbatim.
     """
     figs = []
@@ -103,11 +103,12 @@ def page(*, experiment, uri, summary, filters, when, tables, legend,
         b64 = base64.b64encode(f.png.read_bytes()).decode() if f.png else ""
         figs.append(dict(name=f.name, title=f.title, png=f.png, pdf=f.pdf,
                          note=f.note, b64=b64, n=len(f.data)))
-    lead = next((f for f in figs if f["name"] == lead_figure and f["png"]), None) if lead_figure else None
-    if lead is not None and not (tables and tables[0][0] in (intros or {})):
-        lead = None  # no verdict table to put it under: it stays among the figures
+    by_name = {f["name"]: f for f in figs if f["png"]}
+    lead = [by_name[n] for n in lead_figures if n in by_name]
+    if not (tables and tables[0][0] in (intros or {})):
+        lead = []  # no verdict table to put them under: they stay among the figures
     return TEMPLATE.render(
-        intros=intros or {}, lead=lead,
+        intros=intros or {}, lead=lead, lead_names={f["name"] for f in lead},
         experiment=experiment, uri=uri, summary=summary, filters=filters,
         when=when, legend=legend, figures=figs,
         tables=[(t, table_html(df, wrap=True)) for t, df in tables],

@@ -107,10 +107,33 @@ def test_fixed_epochs_rule():
 
 
 # ------------------------------------------------------------------ end to end
-def _store(tmp_path):
-    """Five ok runs on one dataset (10,000 test rows), their artifacts, and a libsvm run with none."""
-    from mlflow import MlflowClient
+def _log_run(client, exp, folder, start, method, *, metrics, tags=None, params=None, checkpoints=None,
+             arrays=None):
+    """One ok trial run in the harness's record shape: tags, metrics, params, ``checkpoints.csv`` (rows) and
+    ``predictions.npz`` (arrays) when given; the run id."""
     from mlflow.entities import Metric, Param
+
+    run = client.create_run(exp, start_time=start, run_name=method, tags={
+        "method": method, "dataset": "a9a", "budget": "cpu-4g", "task": "binary", "status": "ok",
+        "reason": "", "config_hash": method, "seed": "0", "repetition": "0", "primary_metric": "test_accuracy",
+        "threads": "2", **(tags or {})})
+    rid = run.info.run_id
+    client.log_batch(rid, metrics=[Metric(k, float(v), start, 0) for k, v in metrics.items()],
+                     params=[Param(k, str(v)) for k, v in {"timeout_s": "180", **(params or {})}.items()])
+    if checkpoints:
+        client.log_text(rid, pd.DataFrame(checkpoints).to_csv(index=False), "checkpoints.csv")
+    if arrays is not None:
+        folder.mkdir()
+        np.savez_compressed(folder / "predictions.npz", **arrays)
+        client.log_artifact(rid, str(folder / "predictions.npz"))
+    client.set_terminated(rid, "FINISHED")
+    return rid
+
+
+def _store(tmp_path, contended=()):
+    """Five ok runs on one dataset (10,000 test rows) with their artifacts (libsvm: predictions only);
+    the methods in ``contended`` carry the tag ``contended``."""
+    from mlflow import MlflowClient
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     client = MlflowClient(tracking_uri=uri)
@@ -133,24 +156,15 @@ def _store(tmp_path):
     }
     ts = int(time.time() * 1000)
     for i, (method, (acc, secs, mib, ckpt, pred, extra, plan)) in enumerate(runs.items()):
-        run = client.create_run(exp, start_time=ts + i, run_name=method, tags={
-            "method": method, "dataset": "a9a", "budget": "cpu-4g", "task": "binary", "status": "ok",
-            "reason": "", "config_hash": method, "seed": "0", "repetition": "0", "primary_metric": "test_accuracy",
-            "threads": "2", "convergence.converged": str(bool(extra["converged"]))})
-        rid = run.info.run_id
-        metrics = {"test_accuracy": acc, "fit_seconds": secs, "fit_rss_mib": mib, "n_test": float(N_TEST),
-                   "n_checkpoints": float(len(ckpt) if ckpt else 0), **extra}
-        client.log_batch(rid, metrics=[Metric(k, float(v), ts, 0) for k, v in metrics.items()],
-                         params=[Param("timeout_s", "180")] + [Param(f"plan.{k}", str(v)) for k, v in plan.items()])
-        if ckpt:
-            rows = [dict(checkpoint=j + 1, call=j + 1, fit_seconds=s, final=int(j == len(ckpt) - 1),
-                         n_test_rows=N_TEST, test_accuracy=a) for j, (s, a) in enumerate(ckpt)]
-            client.log_text(rid, pd.DataFrame(rows).to_csv(index=False), "checkpoints.csv")
-        folder = tmp_path / method
-        folder.mkdir()
-        np.savez_compressed(folder / "predictions.npz", y_true=y, y_pred=pred)
-        client.log_artifact(rid, str(folder / "predictions.npz"))
-        client.set_terminated(rid, "FINISHED")
+        rows = [dict(checkpoint=j + 1, call=j + 1, fit_seconds=s, final=int(j == len(ckpt) - 1),
+                     n_test_rows=N_TEST, test_accuracy=a) for j, (s, a) in enumerate(ckpt or [])]
+        _log_run(client, exp, tmp_path / method, ts + i, method,
+                 tags={"convergence.converged": str(bool(extra["converged"])),
+                       **({"contended": "True"} if method in contended else {})},
+                 metrics={"test_accuracy": acc, "fit_seconds": secs, "fit_rss_mib": mib, "n_test": float(N_TEST),
+                          "n_checkpoints": float(len(rows)), **extra},
+                 params={f"plan.{k}": v for k, v in plan.items()}, checkpoints=rows,
+                 arrays={"y_true": y, "y_pred": pred})
     return uri, y
 
 
@@ -187,7 +201,7 @@ def test_verdict_reads_the_curves(report):
     share = 100 * max(np.mean(report[1] == 0), np.mean(report[1] == 1))
     assert share < 70
     one = v.loc["within 1 s"]
-    assert one["best method"] == "**joker-exact**" and one["test metric"] == "**70** test accuracy (%)"
+    assert one["best method"] == "**joker-exact**" and one["test metric"] == "**70.00** test accuracy (%)"
     assert one["its model"] == "checkpoint at 0.5 s of a 20 s fit (the fit went on)"
     assert one["test rows"] == "all 10,000"  # the checkpoints were scored on every row here
     # at 10 s: libsvm's final 99.95 % (3 s) beats joker-exact's 95 % (5 s checkpoint) and falkon's 97 %
@@ -202,15 +216,15 @@ def test_verdict_reads_the_curves(report):
     assert v.loc["within 60 s", also] == "(paired test at the time limit only)"
 
 
-def _subset_store(tmp_path, k=5_000):
+def _subset_store(tmp_path, k=5_000, quick_rows=None):
     """Checkpoints on the first ``k`` of N_TEST rows, final models on all: the review's a9a case.
 
     ``slow`` has checkpoints (1 s: 80 %, 8 s: 86 %, both on ``k`` rows) and ends at 30 s; its final model
     is right on 85 % of the first ``k`` rows and 83 % of the rest (84 % in all). ``quick`` (no checkpoints)
     ends at 6 s, right on 87 % of the first ``k`` rows and 82 % of the rest (84.5 % in all).
+    ``quick_rows``: another ``y_true`` for ``quick`` (other test rows, its predictions as accurate).
     """
     from mlflow import MlflowClient
-    from mlflow.entities import Metric, Param
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     client = MlflowClient(tracking_uri=uri)
@@ -228,26 +242,19 @@ def _subset_store(tmp_path, k=5_000):
     ts = int(time.time() * 1000)
     for i, (method, (secs, pred, ckpt)) in enumerate(runs.items()):
         acc = float(np.mean(pred == y))
-        run = client.create_run(exp, start_time=ts + i, run_name=method, tags={
-            "method": method, "dataset": "a9a", "budget": "cpu-4g", "task": "binary", "status": "ok",
-            "reason": "", "config_hash": method, "seed": "0", "repetition": "0", "primary_metric": "test_accuracy",
-            "threads": "2", "convergence.converged": "True"})
-        rid = run.info.run_id
-        metrics = {"test_accuracy": acc, "fit_seconds": secs, "fit_rss_mib": 10.0, "n_test": float(N_TEST),
-                   "n_checkpoints": float(len(ckpt) + 1 if ckpt else 0), "converged": 1.0}
-        client.log_batch(rid, metrics=[Metric(m, float(v), ts, 0) for m, v in metrics.items()],
-                         params=[Param("timeout_s", "180")])
+        truth = y
+        if method == "quick" and quick_rows is not None:  # the same errors on other rows
+            truth = quick_rows
+            pred = np.where(pred == y, truth, 1 - truth)
+        rows = [dict(checkpoint=j + 1, call=j + 1, fit_seconds=s, final=0, n_test_rows=k, test_accuracy=a)
+                for j, (s, a) in enumerate(ckpt or [])]
         if ckpt:
-            rows = [dict(checkpoint=j + 1, call=j + 1, fit_seconds=s, final=0, n_test_rows=k, test_accuracy=a)
-                    for j, (s, a) in enumerate(ckpt)]
             rows.append(dict(checkpoint=len(ckpt) + 1, call=len(ckpt), fit_seconds=secs, final=1,
                              n_test_rows=N_TEST, test_accuracy=acc))
-            client.log_text(rid, pd.DataFrame(rows).to_csv(index=False), "checkpoints.csv")
-        folder = tmp_path / method
-        folder.mkdir()
-        np.savez_compressed(folder / "predictions.npz", y_true=y, y_pred=pred)
-        client.log_artifact(rid, str(folder / "predictions.npz"))
-        client.set_terminated(rid, "FINISHED")
+        _log_run(client, exp, tmp_path / method, ts + i, method, tags={"convergence.converged": "True"},
+                 metrics={"test_accuracy": acc, "fit_seconds": secs, "fit_rss_mib": 10.0, "n_test": float(N_TEST),
+                          "n_checkpoints": float(len(rows)), "converged": 1.0},
+                 checkpoints=rows, arrays={"y_true": truth, "y_pred": pred})
     return uri
 
 
@@ -263,12 +270,12 @@ def test_curves_and_verdict_rank_like_with_like(tmp_path):
     # within 10 s: slow's 8 s checkpoint (86 % of 5,000 rows) against quick's final on the same rows (87 %);
     # ranked against quick's all-rows 84.5 % it would have won
     ten = v.loc["within 10 s"]
-    assert ten["best method"] == "**quick**" and ten["test metric"] == "**87** test accuracy (%)"
+    assert ten["best method"] == "**quick**" and ten["test metric"] == "**87.00** test accuracy (%)"
     assert ten["test rows"] == "first 5,000 of 10,000"
     one = v.loc["within 1 s"]
     assert one["best method"] == "**slow**" and one["its model"].startswith("checkpoint at 1 s of a 30 s fit")
     last = v.loc["within 180 s (the time limit)"]
-    assert last["best method"] == "**quick**" and last["test metric"] == "**84.5** test accuracy (%)"
+    assert last["best method"] == "**quick**" and last["test metric"] == "**84.50** test accuracy (%)"
     assert last["test rows"] == "all 10,000"
     fig = {f.name: f for f in rep.figures}["metric_vs_time"]
     assert set(fig.data["rows"]) == {5_000} and len(fig.data) == 4  # 2 checkpoints + 2 rescored finals
@@ -344,7 +351,7 @@ def test_damaged_artifacts_are_one_line_each_and_old_runs_stay_silent(damaged):
     said = [ln for ln in lines if ln.startswith("reports: run ")]
     assert len(said) == 3, said
     assert said[0] == (f"reports: run {ids['joker-exact']} (joker-exact/a9a): checkpoints.csv truncated or corrupted "
-                       "(1 of 3 rows without a number); its anytime curve shows the 2 usable rows read")
+                       "(1 of 3 rows without a number, or a negative fit time); its anytime curve shows the 2 usable rows read")
     left = "its paired test is left out (and its final point on the curves' test rows when they are a subset)"
     assert said[1].startswith(f"reports: run {ids['falkon']} (falkon/a9a): predictions.npz unreadable (")
     assert said[1].endswith("); " + left)
@@ -367,7 +374,7 @@ def test_damaged_artifacts_are_noted_beside_their_cells(damaged):
 
     d = render.details(cells).set_index("method")
     assert d.loc["joker-exact", "checkpoints"] == (
-        f"2 (checkpoints.csv truncated or corrupted (1 of 3 rows without a number) (run {ids['joker-exact']}))")
+        f"2 (checkpoints.csv truncated or corrupted (1 of 3 rows without a number, or a negative fit time) (run {ids['joker-exact']}))")
     assert d.loc["falkon", "checkpoints"].startswith("3 (predictions.npz unreadable (")
     assert d.loc["libsvm", "checkpoints"] == "0"
     assert d.loc["thundersvm", "checkpoints"] == "" and d.loc["thundersvm", "vs best (test, p)"] == (
@@ -391,7 +398,7 @@ def test_unusable_bookkeeping_columns_are_damage():
     # review of issue 42: a non-numeric call column went unnoticed
     c = pd.DataFrame({"checkpoint": [1, 2], "call": ["1", "x"], "fit_seconds": [0.1, 0.2], "final": [0, 1],
                       "n_test_rows": [10, 10], "test_accuracy": [0.8, 0.9]})
-    assert anytime._checkpoint_problem(c, "test_accuracy", 2.0) == "truncated or corrupted (1 of 2 rows without a number)"
+    assert anytime._checkpoint_problem(c, "test_accuracy", 2.0) == "truncated or corrupted (1 of 2 rows without a number, or a negative fit time)"
     problem = {"run_id": "r", "method": "m", "dataset": "d", "file": "checkpoints.csv", "problem": "x", "used": 0}
     assert anytime.problem_line(problem) == "run r (m/d): checkpoints.csv x; its anytime curve is its final point only"
 
@@ -432,7 +439,7 @@ def test_checkpoint_rows_without_a_metric_by_design_are_not_damage():
     assert anytime._checkpoint_problem(c, "test_accuracy", 3.0) is None
     assert anytime._checkpoint_problem(c, "test_accuracy", 4.0) == "truncated (3 of 4 rows read)"
     assert anytime._checkpoint_problem(c.drop(columns="nonfinite"), "test_accuracy", 3.0) == (
-        "truncated or corrupted (1 of 3 rows without a number)")
+        "truncated or corrupted (1 of 3 rows without a number, or a negative fit time)")
     only_nan = pd.DataFrame({"fit_seconds": [0.1], "nonfinite": [1.0]})
     assert anytime._checkpoint_problem(only_nan, "test_accuracy", 1.0) is None
     assert anytime._checkpoint_problem(pd.DataFrame({"fit_seconds": [0.1]}), "test_rmse", 1.0) == (
@@ -448,3 +455,143 @@ def test_trivial_level_below_the_limit_is_that_of_the_curve_rows():
     preds = {"r": {"y_true": y, "y_pred": y}}
     assert anytime.trivial_levels(runs, preds) == {"a9a": pytest.approx(60.0)}
     assert anytime.trivial_levels(runs, preds, {"a9a": 10}) == {"a9a": pytest.approx(80.0)}
+
+
+# ------------------------------------------------------------------ review of issue 42 (third round)
+def test_predictions_that_do_not_reproduce_the_run_are_damage():
+    y = np.array([0, 1, 1, 0, 1])
+    run = pd.Series({"metric_name": "test_accuracy", "metric": 80.0, "n_test": 5.0})
+    good = np.array([0, 1, 1, 0, 0])  # 4 of 5 right: the run's 80 %
+    assert anytime.predictions_problem({"y_true": y, "y_pred": good}, run) is None
+    assert anytime.predictions_problem({"y_true": y, "y_pred": y}, run) == (
+        "corrupted (its test_accuracy is 100, the run recorded 80)")
+    assert anytime.predictions_problem({"y_true": y[:4], "y_pred": good[:4]}, run) == (
+        "truncated or corrupted (4 rows, the run tested 5)")
+    assert anytime.predictions_problem({"y_true": y}, run) == "unreadable (no y_pred array)"
+    yr = np.array([0.0, 1.0, 2.0, 3.0])
+    rmse = pd.Series({"metric_name": "test_rmse", "metric": 0.5, "n_test": 4.0})
+    assert anytime.predictions_problem({"y_true": yr, "y_pred": yr + 0.5}, rmse) is None
+    nan = yr + 0.5
+    nan[2] = np.nan
+    assert anytime.predictions_problem({"y_true": yr, "y_pred": nan}, rmse) == "corrupted (1 non-finite value in y_pred)"
+    # text labels (a classifier's own classes) are not numbers to check
+    words = np.array(["a", "b", "b", "a", "b"])
+    assert anytime.predictions_problem({"y_true": words, "y_pred": np.where(good == 1, "b", "a")}, run) is None
+
+
+def test_negative_fit_seconds_are_damage():
+    c = pd.DataFrame({"checkpoint": [1, 2], "fit_seconds": [-0.1, 0.2], "final": [0, 1], "test_accuracy": [0.8, 0.9]})
+    assert anytime._checkpoint_problem(c, "test_accuracy", 2.0) == (
+        "truncated or corrupted (1 of 2 rows without a number, or a negative fit time)")
+
+
+def test_a_nan_prediction_store_is_said_and_untested(tmp_path):
+    """A NaN in a stored y_pred gave 'RMSE +nan' marked ≈ (review); now it is damage, said and untested."""
+    from pathlib import Path
+
+    from mlflow import MlflowClient
+
+    uri, y = _store(tmp_path)
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.get_experiment_by_name("anytime").experiment_id
+    rid = next(r.info.run_id for r in client.search_runs([exp]) if r.data.tags["method"] == "libsvm")
+    npz = Path(client.get_run(rid).info.artifact_uri) / "predictions.npz"
+    with np.load(npz) as z:
+        arrays = {k: z[k].astype(float) for k in z.files}
+    arrays["y_pred"][7] = np.nan
+    np.savez_compressed(npz, **arrays)
+    lines = []
+    rep = build_report(uri, "anytime", out=tmp_path / "out", make_figures=False, echo=lambda *a: None,
+                       warn=lines.append)
+    assert lines == [f"reports: run {rid} (libsvm/a9a): predictions.npz corrupted (1 non-finite value in y_pred); "
+                     "its paired test is left out (and its final point on the curves' test rows when they are a "
+                     "subset)"]
+    libsvm = _cell(rep.cells, "libsvm")
+    assert libsvm["same_as_best"] is None and libsvm["untested"] is True
+
+
+def test_final_models_on_other_rows_are_not_rescored(tmp_path):
+    """Review: rescoring did not check that the final model's rows are the checkpoints' rows."""
+    other = np.random.default_rng(99).integers(0, 2, N_TEST)
+    rep = build_report(_subset_store(tmp_path, quick_rows=other), "subset", out=tmp_path / "out",
+                       make_figures=False, **QUIET)
+    pts = rep.points
+    assert set(pts.loc[pts["source"] == "final on curve rows", "method"]) == {"slow"}
+    v = rep.verdict.set_index("time budget")
+    ten = v.loc["within 10 s"]
+    assert ten["best method"] == "**slow**"  # quick is out of this ranking, and says why
+    assert ten["methods with a model"] == "1 (left out: quick: its test rows are not the curves' rows)"
+    last = v.loc["within 180 s (the time limit)"]  # all rows: every final model, as in Table 4
+    assert last["methods with a model"] == "2"
+
+
+def test_checkpoints_on_other_rows_say_so():
+    pts = pd.DataFrame([
+        dict(run_id="a", dataset="d", budget="b", method="a", variant="", label="a", metric_name="test_accuracy",
+             fit_seconds=1.0, metric=80.0, final=0, source="checkpoint", rows=5000, n_all=10000, contended=False),
+        dict(run_id="a", dataset="d", budget="b", method="a", variant="", label="a", metric_name="test_accuracy",
+             fit_seconds=2.0, metric=81.0, final=0, source="checkpoint", rows=5000, n_all=10000, contended=False),
+        dict(run_id="c", dataset="d", budget="b", method="c", variant="", label="c", metric_name="test_accuracy",
+             fit_seconds=1.5, metric=90.0, final=0, source="checkpoint", rows=2000, n_all=10000, contended=False),
+    ])
+    out = anytime._on_curve_rows(pts, pd.DataFrame(), {})
+    assert out["curve"].tolist() == [True, True, False]
+    assert out["off_curve"].tolist()[2] == ("its checkpoints are scored on first 2,000 of 10,000 test rows, "
+                                            "not on the curves' 5,000")
+    runs = pd.DataFrame({"dataset": ["d"], "budget": ["b"]})
+    v = anytime.verdict(out, runs, budgets=(3.0,))
+    assert v["best method"].iloc[0] == "**a**"
+    assert v["methods with a model"].iloc[0] == (
+        "1 (left out: c: its checkpoints are scored on first 2,000 of 10,000 test rows, not on the curves' 5,000)")
+
+
+def test_verdict_summary_one_row_per_dataset(report):
+    rep, _ = report
+    s = rep.verdict_summary
+    assert s.columns.tolist() == ["dataset", "memory budget", "test rows", "within 1 s", "within 10 s",
+                                  "within 60 s", anytime.AT_LIMIT]
+    row = s.iloc[0]
+    assert len(s) == 1 and row["dataset"] == "a9a" and row["test rows"] == "all 10,000"
+    assert row["within 1 s"] == "**joker-exact** 70.00 (checkpoint at 0.5 s)"
+    assert row["within 10 s"] == "**libsvm** 99.95 ✓"
+    assert row[anytime.AT_LIMIT] == "**joker-exact** 100.0 ✓; ≈ 1 other"  # libsvm (McNemar p = 0.0625)
+    md = rep.paths["markdown"].read_text()
+    assert md.index("## Verdict\n") < md.index("## Verdict in detail") < md.index("## Datasets")
+    html = rep.paths["html"].read_text()
+    # the first screen: the summary, then the curves and the Pareto fronts, then the detail
+    assert (html.index("<h2>Verdict</h2>") < html.index('alt="metric_vs_time"') < html.index('alt="pareto"')
+            < html.index("<h2>Verdict in detail"))
+    assert html.count('alt="pareto"') == 1
+
+
+def test_contended_runs_are_marked_in_the_verdict_and_the_curves(tmp_path):
+    """Review: contention (†) reached the time table only."""
+    uri, _ = _store(tmp_path, contended=("libsvm",))
+    rep = build_report(uri, "anytime", out=tmp_path / "out", **QUIET)
+    ten = rep.verdict.set_index("time budget").loc["within 10 s"]
+    assert ten["its model"] == "final, 3 s, ✓ † (contended: its seconds are not comparable)"
+    assert rep.verdict_summary["within 10 s"].iloc[0] == "**libsvm** 99.95 ✓ †"
+    assert rep.verdict_summary["within 1 s"].iloc[0].endswith("(checkpoint at 0.5 s)")  # joker-exact: not contended
+    fig, _ = figures.fig_metric_vs_time(rep.points)
+    labels = [h.get_label() for h in fig.legends[0].legend_handles]
+    assert "† dashed: contended run (its seconds are not comparable)" in labels
+    daggers = [t for ax in fig.axes for t in ax.texts if t.get_text() == "†"]
+    assert len(daggers) == 1 and daggers[0].xy == (3.0, pytest.approx(99.95))
+    pareto = {f.name: f for f in rep.figures}["pareto"]
+    assert pareto.data.set_index("method").loc["libsvm", "contended"]
+
+
+def test_verdict_note_without_figures_and_filtered(report, tmp_path):
+    from reports.cli import verdict_note
+
+    assert "figures below" in verdict_note(True) and "not drawn" in verdict_note(False)
+    assert "figures" not in verdict_note(False).replace("--no-figures", "")
+    assert "ranks only falkon, libsvm" in verdict_note(True, ["falkon", "libsvm"])
+    rep, _ = report
+    assert "(figures below: metric_vs_time, pareto)" in rep.paths["markdown"].read_text()
+    uri, _ = _store(tmp_path)
+    filtered = build_report(uri, "anytime", methods=["falkon", "libsvm"], make_figures=False,
+                            out=tmp_path / "out", **QUIET)
+    md = filtered.paths["markdown"].read_text()
+    assert "(not drawn: this report was made with --no-figures)" in md and "figures below" not in md
+    assert "the verdict ranks only falkon, libsvm; the full report may name another method" in md
