@@ -41,7 +41,7 @@ LEGEND = (
     "fastest fit, least memory), and every cell that ties with it as shown. "
     "Convergence: ✓ every ok run converged (Joker: relative duality gap and "
     "KKT residual under tolerance, a certificate; baselines: their own "
-    "convergence signal; EigenPro: our plateau rule, the training loss flat for 5 epochs, ended it), "
+    "convergence signal; EigenPro: our plateau rule, the training loss flat for 10 epochs, ended it), "
     "ok (fixed epochs) EigenPro ran every epoch it was given (its plan's count, or the epochs= setting) "
     "without the plateau rule ending it, ✗ a run stopped "
     "short of its own tolerance or diverged, ? no "

@@ -144,9 +144,9 @@ def test_eigenpro_default_epochs_end_at_the_plateau_rule(method, data):
     from baselines.epochwise import PLATEAU, PLATEAU_PATIENCE as P
 
     X, y, sigma = data
-    centres = {"eigenpro3": 50, "eigenpro4": 200}[method]   # measured: plateau at epoch 108 and 15 of 150
+    centres = {"eigenpro3": 50, "eigenpro4": 200}[method]   # measured (patience 10): plateau at epoch 163 and 32 of 400
     adapter = get_adapter(method, task="binary", loss="squared", sigma=sigma, lam=1.0, n_centers=centres,
-                          max_epochs=150).fit(X, y)
+                          max_epochs=400).fit(X, y)
     report = adapter.convergence()
     losses = [h["train_loss"] for h in report["history"]]
     rtol = adapter.options["plateau_rtol"]
@@ -156,7 +156,7 @@ def test_eigenpro_default_epochs_end_at_the_plateau_rule(method, data):
 
     assert report["stopped"] == PLATEAU and report["converged"] is True
     assert rule(losses) and not any(rule(losses[:k]) for k in range(1, len(losses)))
-    assert report["epochs"] == len(losses) < 150
+    assert report["epochs"] == len(losses) < 400
     # the loss is EigenPro's objective on the training rows (all 600 < CHECK_ROWS), for the model returned
     signs = np.where(adapter._encode_y(y, len(y)) > 0, 1.0, -1.0)
     assert losses[-1] == pytest.approx(np.mean((adapter.decision_function(X) - signs) ** 2), rel=1e-4)

@@ -215,15 +215,17 @@ def test_eigenpro_epochs_fill_the_shared_time_by_default(fixed_pace, cls, task, 
     auto = make(cls, task).plan(budget(600.0), n, d)
     one = make(cls, task)._epoch_seconds(n, auto["n_centers"], PACE)
     assert auto["n_centers"] == fixed["n_centers"]
-    assert auto["epochs"] == min(100, int(limit // one)) > AUTO_MIN_EPOCHS
+    assert auto["epochs"] == min(1000, int(limit // one)) > AUTO_MIN_EPOCHS
+    assert auto["epoch_guard_s"] == pytest.approx(limit)  # the measured epochs keep the fit in the same share
     assert auto["predicted_fit_s"] == pytest.approx(auto["epochs"] * one) and auto["predicted_fit_s"] <= limit
     assert f"epochs {auto['epochs']}: as many as fit at {auto['n_centers']} centres" in auto["time_reason"]
     capped = make(cls, task, max_epochs=12).plan(budget(600.0), n, d)
     assert capped["epochs"] == 12
     given = make(cls, task, n_centers=1000).plan(budget(600.0), n, d)   # centres given: only the epochs are sized
     assert given["n_centers"] == 1000
-    assert given["epochs"] == min(100, int(limit // make(cls, task)._epoch_seconds(n, 1000, PACE)))
-    assert make(cls, task).plan(Budget("cpu-4g", 4096 << 20), n, d)["epochs"] == 100  # no time budget: the cap
+    assert given["epochs"] == min(1000, int(limit // make(cls, task)._epoch_seconds(n, 1000, PACE)))
+    untimed = make(cls, task).plan(Budget("cpu-4g", 4096 << 20), n, d)
+    assert untimed["epochs"] == 1000 and "epoch_guard_s" not in untimed  # no time budget: the cap
 
 
 def test_eigenpro3_cpu_plan_caps_the_batch_so_full_hepc_fits_memory():
