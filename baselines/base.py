@@ -154,6 +154,17 @@ class Adapter(Planning, abc.ABC):
     #: fit imports (a module some fits never touch would only add to the starter).
     preload_modules: ClassVar[tuple[str, ...]] = ()
 
+    def stated_model(self) -> tuple[str, str] | None:
+        """``(model, bandwidth)`` when the plan's model is not what the generic statement would say, else None.
+
+        :func:`baselines.problem.stated_problem` reads it after :meth:`plan`:
+        ``model`` replaces the generic ``"exact kernel"`` / ``"Nystrom, M = ..."``
+        text, and a non-empty ``bandwidth`` says that the method does not use
+        the given ``sigma`` (the problem's name then says so, so that the
+        report's "same problem?" check sees another kernel). Default None.
+        """
+        return None
+
     # ------------------------------------------------------------------ the hooks a method implements
 
     @abc.abstractmethod

@@ -43,6 +43,9 @@ def _intercept(adapter: Any, target: dict[str, Any] | None) -> str:
 
 
 def _model(adapter: Any) -> str:
+    own = adapter.stated_model() if adapter.plan_ is not None and hasattr(adapter, "stated_model") else None
+    if own:
+        return own[0]
     plan = adapter.plan_ or {}
     if plan.get("M") is not None:
         return f"Nystrom, M = {int(plan['M'])}"
@@ -95,6 +98,10 @@ def stated_problem(adapter: Any, target: dict[str, Any] | None = None) -> dict[s
         "dtype": adapter.dtype,
         "device": adapter.device,
     }
+    own = adapter.stated_model() if adapter.plan_ is not None and hasattr(adapter, "stated_model") else None
+    if own and own[1]:  # another kernel than the given sigma's: another problem, said in its name
+        out["name"] += f" ({own[1]})"
+        out["sigma"] = f"{own[1]}; the given {adapter.sigma:.6g} is not used"
     units = "standardised units" if target and target.get("transform") == "standardised" else "target units"
     for key, loss_name in (("epsilon", "epsilon_insensitive"), ("delta", "huber")):
         if loss == loss_name and adapter.options.get(key) is not None:

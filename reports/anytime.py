@@ -73,35 +73,101 @@ def _npz(path):
 NUMERIC_COLUMNS = ("checkpoint", "call", "final", "n_test_rows")
 
 
-def _usable_rows(c: pd.DataFrame, metric_name) -> pd.Series:
-    """Rows with a fit time (a finite number of seconds >= 0), numbers in the :data:`NUMERIC_COLUMNS` present,
-    and either the metric or the
-    recorder's ``nonfinite`` mark (a model that scored NaN/inf: no metric by design,
-    :meth:`joker.bench.trials.checkpoints.CheckpointRecorder.metrics`)."""
+#: Metrics whose values lie in [0, 1] (the record's unit); the others (RMSE, MSE, relative error) are >= 0.
+UNIT_INTERVAL = ("test_accuracy", "test_f1", "test_auc")
+#: Slack of "a checkpoint no later than the fit's end" (s): the two clocks are read a few calls apart.
+END_SLACK_S = 1e-3
+
+
+def _row_checks(c: pd.DataFrame, metric_name, fit_seconds=None) -> dict:
+    """Per-row defects of a ``checkpoints.csv``: name -> boolean Series (True: the row has it).
+
+    ``no number``: no finite fit time, a non-number in a :data:`NUMERIC_COLUMNS` column, or neither the
+    metric nor the recorder's ``nonfinite`` mark (a model that scored NaN/inf: no metric by design,
+    :meth:`joker.bench.trials.checkpoints.CheckpointRecorder.metrics`); ``negative fit time``;
+    ``impossible metric`` (outside [0, 1], or negative); ``after the fit ended`` (a fit time past the
+    run's ``fit_seconds``); ``duplicated`` (a ``checkpoint`` index seen before).
+    """
     legit = (pd.to_numeric(c["nonfinite"], errors="coerce") == 1) if "nonfinite" in c else pd.Series(False, c.index)
-    value = (pd.to_numeric(c[metric_name], errors="coerce").notna() if metric_name in c
-             else pd.Series(False, c.index))
+    value = pd.to_numeric(c[metric_name], errors="coerce") if metric_name in c else pd.Series(np.nan, c.index)
     secs = pd.to_numeric(c["fit_seconds"], errors="coerce")
-    ok = np.isfinite(secs) & (secs >= 0) & (value | legit)
+    numbers = np.isfinite(secs) & (value.notna() | legit)
     for col in NUMERIC_COLUMNS:
         if col in c:
-            ok &= pd.to_numeric(c[col], errors="coerce").notna()
-    return ok
+            numbers &= pd.to_numeric(c[col], errors="coerce").notna()
+    low, high = (0.0, 1.0) if metric_name in UNIT_INTERVAL else (0.0, np.inf)
+    out = {"without a number": ~numbers,
+           "with a negative fit time": numbers & (secs < 0),
+           f"with an impossible {metric_name} (outside [{low:g}, {high:g}])": (
+               numbers & value.notna() & ((value < low) | (value > high) | ~np.isfinite(value)))}
+    end = pd.to_numeric(pd.Series([fit_seconds]), errors="coerce").iloc[0]
+    if pd.notna(end) and end >= 0:
+        out[f"after the fit ended (fit_seconds over the run's {end:.3g} s)"] = (
+            numbers & (secs > end * (1 + 1e-6) + END_SLACK_S))
+    if "checkpoint" in c:
+        idx = pd.to_numeric(c["checkpoint"], errors="coerce")
+        out["duplicated"] = idx.notna() & idx.duplicated(keep="first")
+    return out
 
 
-def _checkpoint_problem(c: pd.DataFrame, metric_name, expected) -> str | None:
-    """Why a read ``checkpoints.csv`` cannot be used in full, or ``None``."""
+def _usable_rows(c: pd.DataFrame, metric_name, fit_seconds=None) -> pd.Series:
+    """Rows without any defect of :func:`_row_checks`."""
+    bad = pd.Series(False, c.index)
+    for rows in _row_checks(c, metric_name, fit_seconds).values():
+        bad |= rows
+    return ~bad
+
+
+def _checkpoint_problem(c: pd.DataFrame, metric_name, expected, fit_seconds=None, n_test=None) -> str | None:
+    """Why a read ``checkpoints.csv`` cannot be used in full, or ``None``.
+
+    Parameters
+    ----------
+    c : pandas.DataFrame
+        The file as read.
+    metric_name : str
+        The run's test metric (a column of the file).
+    expected : float
+        The run's logged ``n_checkpoints`` (NaN: not logged).
+    fit_seconds : float, optional
+        The run's fit time: no checkpoint may come after it.
+    n_test : float, optional
+        The run's test rows: the final row (``final`` = 1) is scored on all of them.
+    """
     if "fit_seconds" not in c:
         return "unreadable (no column fit_seconds)"
-    usable = _usable_rows(c, metric_name)
-    if metric_name not in c and not usable.all():
+    checks = _row_checks(c, metric_name, fit_seconds)
+    if metric_name not in c and checks["without a number"].any():
         return f"unreadable (no column {metric_name})"
-    bad = int((~usable).sum())
-    if bad:
-        return f"truncated or corrupted ({bad} of {len(c)} rows without a number, or a negative fit time)"
+    found = [f"{int(rows.sum())} of {len(c)} rows {what}" for what, rows in checks.items() if rows.any()]
+    usable = _usable_rows(c, metric_name, fit_seconds)
+    secs = pd.to_numeric(c.loc[usable, "fit_seconds"], errors="coerce")
+    if (secs.diff().dropna() < 0).any():
+        found.append("rows out of time order")
+    if pd.notna(n_test) and "final" in c and "n_test_rows" in c:
+        fin = usable & (pd.to_numeric(c["final"], errors="coerce") == 1)
+        rows = pd.to_numeric(c.loc[fin, "n_test_rows"], errors="coerce")
+        if (rows != int(n_test)).any():
+            found.append(f"its final row scored on {int(rows.iloc[0]):,} test rows, the run tested {int(n_test):,}")
+    if pd.notna(expected) and len(c) > int(expected):
+        found.append(f"{len(c)} rows, the run logged {int(expected)}")
+    if found:
+        return f"truncated or corrupted ({'; '.join(found)})"
     if pd.notna(expected) and len(c) < int(expected):
         return f"truncated ({len(c)} of {int(expected)} rows read)"
     return None
+
+
+def _usable_checkpoints(c: pd.DataFrame, metric_name, fit_seconds=None, n_test=None) -> pd.DataFrame:
+    """The rows of a damaged ``checkpoints.csv`` the report keeps: those without a row defect, in time order,
+    without a final row on other rows than the run's test rows."""
+    keep = c[_usable_rows(c, metric_name, fit_seconds)]
+    if pd.notna(n_test) and "final" in keep and "n_test_rows" in keep:
+        wrong = (pd.to_numeric(keep["final"], errors="coerce") == 1) & (
+            pd.to_numeric(keep["n_test_rows"], errors="coerce") != int(n_test))
+        keep = keep[~wrong]
+    return keep.assign(_t=pd.to_numeric(keep["fit_seconds"])).sort_values("_t", kind="stable").drop(
+        columns="_t").reset_index(drop=True)
 
 
 def load_artifacts(client, runs: pd.DataFrame, problems: list | None = None) -> tuple[dict, dict]:
@@ -143,11 +209,12 @@ def load_artifacts(client, runs: pd.DataFrame, problems: list | None = None) -> 
         new_record = pd.notna(expected) or bool(names & set(CONSEQUENCE))
         c, why = _artifact(client, run_id, "checkpoints.csv", names, pd.read_csv)
         if c is not None:
-            why = _checkpoint_problem(c, r["metric_name"], expected)
+            end, n_test = r.get("fit_seconds", np.nan), r.get("n_test", np.nan)
+            why = _checkpoint_problem(c, r["metric_name"], expected, end, n_test)
             if why and why.startswith("unreadable"):
                 c = None
             elif why:
-                c = c[_usable_rows(c, r["metric_name"])].reset_index(drop=True)
+                c = _usable_checkpoints(c, r["metric_name"], end, n_test)
         elif why:
             why = f"unreadable ({why})"
         elif new_record and (pd.isna(expected) or expected > 0):
@@ -201,6 +268,14 @@ def predictions_problem(arrays: dict, run) -> str | None:
         bad = int(np.size(a) - np.isfinite(a).sum())
         if bad:
             return f"corrupted ({bad} non-finite value{'s' if bad > 1 else ''} in {key})"
+    if "scores" in arrays:
+        sc = np.asarray(arrays["scores"])
+        if np.issubdtype(sc.dtype, np.number):
+            bad = int(np.size(sc) - np.isfinite(sc).sum())
+            if bad:
+                return f"corrupted ({bad} non-finite value{'s' if bad > 1 else ''} in scores)"
+        if len(sc) != len(y):
+            return f"corrupted (scores has {len(sc)} rows, y_true {len(y)})"
     n = pd.to_numeric(pd.Series([run.get("n_test", np.nan)]), errors="coerce").iloc[0]
     if pd.notna(n) and int(n) != len(y):
         return f"truncated or corrupted ({len(y):,} rows, the run tested {int(n):,})"
@@ -217,6 +292,28 @@ def predictions_problem(arrays: dict, run) -> str | None:
 
 #: Metrics that the stored labels reproduce exactly (AUC needs the float32 ``scores``: not checked).
 REPRODUCIBLE = ("test_accuracy", "test_f1", "test_rmse", "test_mse", "test_rel_error")
+
+
+def row_warnings(cells: pd.DataFrame, points: pd.DataFrame) -> list[str]:
+    """Lines for results scored on other test rows than their neighbours' (not damage, but left out).
+
+    A cell whose stored predictions are of other test rows than the best cell's (no paired test,
+    :data:`OTHER_ROWS`), and a run whose checkpoints or final model are on other rows than the dataset's
+    curve rows (left out of the curves and of the verdict below the time limit: ``off_curve`` of
+    :func:`curves`), each once.
+    """
+    lines = []
+    if len(cells) and "vs_best" in cells:
+        for _, c in cells[cells["vs_best"] == OTHER_ROWS].iterrows():
+            lines.append(f"{_cell_label(c)} on {c['dataset']}/{c['budget']}: its predictions are of other test rows "
+                         f"than the best's; its paired test is left out")
+    if len(points) and "off_curve" in points:
+        other = points[points["off_curve"].astype(str).str.contains("checkpoints are scored on|not the curves' rows",
+                                                                   regex=True)]
+        for rid, g in other.groupby("run_id", sort=False):
+            lines.append(f"run {rid} ({g['method'].iloc[0]}/{g['dataset'].iloc[0]}): {g['off_curve'].iloc[0]}; "
+                         f"left out of the curves and of the verdict below the time limit")
+    return lines
 
 
 def problem_line(problem: dict) -> str:
@@ -453,7 +550,8 @@ def trivial_levels(runs: pd.DataFrame, predictions: dict, rows: dict | None = No
 
 
 def verdict(points: pd.DataFrame, runs: pd.DataFrame, cells: pd.DataFrame | None = None,
-            budgets=TIME_BUDGETS, trivial: dict | None = None, trivial_curve: dict | None = None) -> pd.DataFrame:
+            budgets=TIME_BUDGETS, trivial: dict | None = None, trivial_curve: dict | None = None,
+            problem_names: dict | None = None, predictions: dict | None = None) -> pd.DataFrame:
     """The best method at each time budget, per (dataset, memory budget), read from the curves.
 
     At a budget ``T`` below the cell's time limit, a method's metric is
@@ -481,6 +579,13 @@ def verdict(points: pd.DataFrame, runs: pd.DataFrame, cells: pd.DataFrame | None
     trivial_curve : dict, optional
         The same on the curve rows (``trivial_levels(..., rows=curve_rows(points))``),
         used below the time limit; default ``trivial``.
+    problem_names : dict, optional
+        (dataset, method) -> the stated problem's name (:func:`reports.problems.problem_texts`):
+        where a dataset's methods solve more than one problem, the best's is named beside it.
+    predictions : dict, optional
+        run_id -> stored predictions (:func:`load_artifacts`): below the time limit, the best's final
+        model is tested against the other final models on the curve rows (McNemar / paired bootstrap);
+        checkpoints keep no predictions and are listed as not tested.
 
     Returns
     -------
@@ -520,27 +625,36 @@ def verdict(points: pd.DataFrame, runs: pd.DataFrame, cells: pd.DataFrame | None
             per = now.groupby("label")["metric"].median()
             secs = now.groupby("label")["fit_seconds"].median()
             best = _best_of(per, secs, lower)
-            also, n_also = "(paired test at the time limit only)", None
+            also, n_also, n_untested = "(no paired test)", None, 0
             if full and cells is not None and "same_as_best" in cells:
                 c = cells[(cells["dataset"] == dataset) & (cells["budget"] == mem)]
                 same = [_cell_label(x) for _, x in c.iterrows()
                         if x.get("same_as_best") is True and _cell_label(x) != best]
-                also, n_also = ", ".join(same) or "none", len(same)
                 untested = [_cell_label(x) for _, x in c.iterrows()
                             if x.get("untested") is True and _cell_label(x) != best]
-                if untested:
-                    also += f"; not tested: {', '.join(untested)}"
+                mine = c[c.apply(_cell_label, axis=1) == best] if len(c) else c
+                if len(mine) and mine["untested"].iloc[0] is True:  # the best's own predictions are damaged
+                    also, n_untested = "not tested: the best's predictions are missing or damaged", len(c) - 1
+                else:
+                    also, n_also = ", ".join(same) or ("none" if not untested else "none of those tested"), len(same)
+                    n_untested = len(untested)
+                    if untested:
+                        also += f"; not tested: {', '.join(untested)}"
+            elif not full:
+                also, n_also, n_untested = _paired_below_limit(now, best, predictions, k, lower)
             level = (trivial if full or trivial_curve is None else trivial_curve or {}) or {}
             level = level.get(dataset)
             useless = level is not None and (per[best] >= level if lower else per[best] <= level)
             flag = f" (no better than trivial, {sig(level, 4)})" if useless else ""
             model = now[now["label"] == best]
             mark = marks.get((dataset, mem, best), "")
+            solves = _problem_note(problem_names, dataset, model["method"].iloc[0])
             rows.append({**base, "best method": f"**{best}**",
-                         "test metric": f"**{sig(per[best], 4)}** {what}{flag}",
+                         "test metric": f"**{sig(per[best], 4)}** {what}{solves}{flag}",
                          "its model": _model_text(model, d, best, mark),
                          ALSO: also, "methods with a model": had,
-                         SUMMARY_CELL: _summary_text(best, per[best], model, mark, flag, n_also)})
+                         SUMMARY_CELL: _summary_text(best, per[best], model, mark, flag, n_also, n_untested,
+                                                     solves)})
     if not rows:
         return pd.DataFrame()
     out = pd.DataFrame(rows)
@@ -562,21 +676,73 @@ def sig(x, digits: int = 4) -> str:
     return _sig(x, digits)
 
 
+def _problem_note(names: dict | None, dataset, method) -> str:
+    """`` [KRR]``: the best's problem, where the dataset's methods state more than one, else ''."""
+    if not names:
+        return ""
+    mine = {n for (d, _), n in names.items() if d == dataset and n}
+    name = names.get((dataset, method))
+    if len(mine) <= 1 or not name:
+        return ""
+    return f" [{name}]"
+
+
 def flagged(value) -> bool:
     """Whether a flag column's value is set (True or numpy True; NaN and None are not)."""
     return isinstance(value, (bool, np.bool_)) and bool(value)
 
 
-def _summary_text(best: str, value: float, model: pd.DataFrame, mark: str, flag: str, n_also) -> str:
+def _paired_below_limit(now: pd.DataFrame, best: str, predictions: dict | None, k, lower: bool):
+    """The paired test below the time limit: the best's final model against the other final models on the
+    curve rows (their stored predictions' first ``k``); checkpoints keep no predictions, so they are not tested.
+
+    Returns
+    -------
+    (str, int or None, int)
+        The column's text, the number not distinguishable from the best (None: no test), and the number
+        left untested.
+    """
+    def final_of(label):
+        rows = now[(now["label"] == label) & (now["final"] == 1)]
+        rid = rows["run_id"].iloc[0] if len(rows) else None
+        return rid if rid is not None and rid in (predictions or {}) else None
+
+    ref = final_of(best)
+    if ref is None or not k:
+        best_final = bool((now.loc[now["label"] == best, "final"] == 1).any())
+        why = "the best's predictions are not stored" if best_final else (
+            "the best is a checkpoint, whose predictions are not kept")
+        return f"(no paired test: {why})", None, 0
+    y, yb = np.asarray(predictions[ref]["y_true"])[:k], np.asarray(predictions[ref]["y_pred"])[:k]
+    same, untested = [], []
+    for label in sorted(set(now["label"]) - {best}):
+        rid = final_of(label)
+        if rid is None or len(predictions[rid]["y_true"]) < k or not same_rows(
+                np.asarray(predictions[rid]["y_true"])[:k], y):
+            untested.append(label)
+            continue
+        if significance.compare(y, yb, np.asarray(predictions[rid]["y_pred"])[:k], lower).same:
+            same.append(label)
+    text = ", ".join(same) or ("none" if not untested else "none of those tested")
+    if untested:
+        text += f"; not tested: {', '.join(untested)} (checkpoints keep no predictions)"
+    return text, len(same), len(untested)
+
+
+def _summary_text(best: str, value: float, model: pd.DataFrame, mark: str, flag: str, n_also,
+                  n_untested: int = 0, solves: str = "") -> str:
     """``**falkon** 0.03489 ✓`` / ``**joker-exact** 96.74 (checkpoint at 0.97 s)``, with † when the run was
     contended and ``≈ 5 others`` (the paired test's count) at the time limit: one cell of the summary."""
     p = model.sort_values("fit_seconds").iloc[-1]
     text = f"**{best}** {sig(value, 4)}{flag}"
     text += (f" {mark}" if mark else "") if int(p["final"]) == 1 else f" (checkpoint at {p['fit_seconds']:.2g} s)"
+    text += solves
     if any(flagged(v) for v in model.get("contended", [])):
         text += " †"
     if n_also:
         text += f"; ≈ {n_also} other{'s' if n_also > 1 else ''}"
+    if n_untested:
+        text += f"; {n_untested} untested"
     return text
 
 
@@ -593,7 +759,8 @@ def verdict_summary(detail: pd.DataFrame) -> pd.DataFrame:
     pandas.DataFrame
         Strings: ``dataset``, ``memory budget``, ``test rows`` (below the
         time limit, and at it), then ``within T s`` for each time budget
-        below the limit and :data:`AT_LIMIT`; a cell is the best method,
+        below the limit and :data:`AT_LIMIT` (``at the time limit, 600 s (all test rows)`` when every row has
+        the same limit); a cell is the best method,
         its metric, its convergence mark or ``(checkpoint at t s)``, †
         when its fit time was contended, and at the limit the number of
         methods the paired test cannot tell from it (``≈ k others``). The
@@ -616,7 +783,12 @@ def verdict_summary(detail: pd.DataFrame) -> pd.DataFrame:
         rows.append(row)
     order = sorted((c for c in columns if c != AT_LIMIT), key=lambda c: float(c.split()[1])) + (
         [AT_LIMIT] if AT_LIMIT in columns else [])
-    return pd.DataFrame(rows).reindex(columns=["dataset", "memory budget", "test rows"] + order).fillna("")
+    out = pd.DataFrame(rows).reindex(columns=["dataset", "memory budget", "test rows"] + order).fillna("")
+    limits = sorted(set(detail.loc[detail["_limit"].astype(bool), "time budget"]))
+    if len(limits) == 1:  # one time limit for every row: its seconds in the header
+        seconds = limits[0].split(" (")[0].replace("within ", "")
+        out = out.rename(columns={AT_LIMIT: f"at the time limit, {seconds} (all test rows)"})
+    return out
 
 
 def verdict_detail(detail: pd.DataFrame) -> pd.DataFrame:
@@ -757,6 +929,9 @@ def mark_cells(cells: pd.DataFrame, runs: pd.DataFrame, predictions: dict,
         ref = _first_predictions(cells.loc[best], by_id, predictions)
         if ref is None:
             why = _predictions_problem(cells.loc[best], damaged)
+            if why:  # the best itself is untested: nothing can be told apart from it
+                cells.at[best, "vs_best"] = "best; not tested: " + why
+                cells.at[best, "untested"] = True
             for idx in ok.index.drop(best):
                 cells.at[idx, "vs_best"] = ("not tested: the best cell's " + why if why
                                             else "not tested (the best cell has no stored predictions)")
@@ -766,8 +941,11 @@ def mark_cells(cells: pd.DataFrame, runs: pd.DataFrame, predictions: dict,
             if other is None and _predictions_problem(cells.loc[idx], damaged):
                 cells.at[idx, "vs_best"] = "not tested: " + _predictions_problem(cells.loc[idx], damaged)
                 continue
-            if other is None or not same_rows(other["y_true"], ref["y_true"]):
+            if other is None:
                 cells.at[idx, "vs_best"] = "not tested (no predictions of the same test rows)"
+                continue
+            if not same_rows(other["y_true"], ref["y_true"]):
+                cells.at[idx, "vs_best"] = OTHER_ROWS
                 continue
             cmp = significance.compare(ref["y_true"], ref["y_pred"], other["y_pred"], lower)
             cells.at[idx, "same_as_best"] = cmp.same
@@ -776,9 +954,14 @@ def mark_cells(cells: pd.DataFrame, runs: pd.DataFrame, predictions: dict,
         expected = any(_first_predictions(c, by_id, predictions) is not None or _predictions_problem(c, damaged)
                        for _, c in group.iterrows())
         for idx, c in group.iterrows():
-            cells.at[idx, "untested"] = bool(expected and c["n_ok"] > 0 and not c["is_best"]
-                                             and c["same_as_best"] is None and pd.notna(c["metric_median"]))
+            cells.at[idx, "untested"] = bool(c["untested"] is True or (
+                expected and c["n_ok"] > 0 and not c["is_best"] and c["same_as_best"] is None
+                and pd.notna(c["metric_median"])))
     return cells
+
+
+#: ``vs_best`` of a cell whose stored predictions are of other test rows than the best's (said on stderr too).
+OTHER_ROWS = "not tested: its predictions are of other test rows than the best's"
 
 
 def _predictions_problem(cell, damaged: dict) -> str:
@@ -816,18 +999,20 @@ def _first_predictions(cell, by_id: pd.DataFrame, predictions: dict):
 
 
 def _trivial_of_cell(cell, by_id: pd.DataFrame, predictions: dict) -> tuple[bool, str]:
-    """The record's trivial flag (tag ``trivial_model``, reason ``trivial_reason``: issue 43), else from the predictions."""
+    """Flagged when the record's tag says so (``trivial_model``, reason ``trivial_reason``: issue 43) or the
+    first ok run's stored predictions are no better than the trivial predictor
+    (:func:`reports.significance.trivial`: constant, or a metric not better than the majority share / the
+    mean's); a tag ``0`` does not overrule visibly constant predictions."""
     regression = lower_is_better(cell["metric_name"])
     for rid in _ok_run_ids(cell):
         if rid not in by_id.index or by_id.at[rid, "status"] != "ok":
             continue
         tag = by_id.at[rid, vocab.TRIVIAL_TAG] if vocab.TRIVIAL_TAG in by_id.columns else None
-        if isinstance(tag, str) and tag.strip().lower() in ("true", "1", "false", "0"):
-            if tag.strip().lower() in ("true", "1"):
-                why = by_id.at[rid, "trivial_reason"] if "trivial_reason" in by_id.columns else ""
-                return True, str(why or "the harness flagged it no better than the trivial predictor")
-            return False, ""
-        if rid in predictions:
+        if isinstance(tag, str) and tag.strip().lower() in ("true", "1"):
+            why = by_id.at[rid, "trivial_reason"] if "trivial_reason" in by_id.columns else ""
+            return True, str(why or "the harness flagged it no better than the trivial predictor")
+        if rid in predictions:  # the stored predictions decide too: a constant model is flagged whatever the tag
             p = predictions[rid]
             return significance.trivial(p["y_true"], p["y_pred"], regression)
+        return False, ""
     return False, ""

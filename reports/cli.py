@@ -164,7 +164,7 @@ def build_report(tracking_uri: str | None = None, experiment: str | None = None,
             f"no run of experiment {sel.experiment!r} to report ({sel.summary()}"
             + (f"; filters {_filter_text(sel.filters)}" if sel.filters else "") + "); nothing was written")
     out = Path(out) if out else default_out(sel.experiment, sel.filters)
-    claim(out, sel.experiment, sel.tracking_uri)
+    claim(out, sel.experiment, sel.tracking_uri, sel.filters, warn)
     _clear_outputs(out)
     untuned, final, search = tuned.split(sel.runs)  # tune=true runs: their own tables below
     sel.runs = untuned
@@ -181,8 +181,13 @@ def build_report(tracking_uri: str | None = None, experiment: str | None = None,
     points = anytime.curves(runs, checkpoints, predictions) if len(runs) else pd.DataFrame(columns=anytime.CURVE_COLUMNS)
     rep = Report(sel, runs, cells)
     rep.points = points
+    fitted = runs[runs["status"] == "ok"] if len(runs) else runs  # the problems of the models the verdict ranks
+    names = problems.problem_texts(fitted) if len(fitted) else pd.DataFrame(columns=["dataset", "method", "name"])
     full_verdict = (anytime.verdict(points, runs, cells, trivial=anytime.trivial_levels(runs, predictions),
-                                    trivial_curve=anytime.trivial_levels(runs, predictions, anytime.curve_rows(points)))
+                                    trivial_curve=anytime.trivial_levels(runs, predictions, anytime.curve_rows(points)),
+                                    problem_names={(d, m): n for d, m, n in zip(names["dataset"], names["method"],
+                                                                                names["name"])},
+                                    predictions=predictions)
                     if len(points) else pd.DataFrame())
     rep.verdict = anytime.verdict_detail(full_verdict)
     rep.verdict_summary = anytime.verdict_summary(full_verdict)
@@ -195,6 +200,8 @@ def build_report(tracking_uri: str | None = None, experiment: str | None = None,
     echo(f"reports: {sel.summary()}")
     for problem in damaged:
         warn(f"reports: {anytime.problem_line(problem)}")
+    for line in anytime.row_warnings(cells, points):
+        warn(f"reports: {line}")
     for _, s in sel.skipped.iterrows():
         echo(f"  not used: {s['run_id']} {s['dataset']}/{s['method']}/{s['budget']}: {s['why']}")
     for _, f in failed.iterrows():
@@ -288,15 +295,23 @@ OPTIONAL_OUTPUTS = ("tuned.csv", "tuned_settings.csv")
 
 
 def _clear_outputs(out: Path) -> None:
-    """Remove the figures and optional files of an earlier report in ``out`` (a folder :func:`claim` made ours)."""
-    import shutil
+    """Remove the figures and optional files of an earlier report in ``out`` (a folder :func:`claim` made ours).
 
-    shutil.rmtree(out / "figures", ignore_errors=True)
+    Only the files a report writes (:data:`reports.figures.FIGURE_NAMES` as PNG and PDF, and
+    :data:`OPTIONAL_OUTPUTS`); anything else a user put there stays, and ``figures/`` is removed only
+    when that leaves it empty.
+    """
+    folder = out / "figures"
+    for name in figures.FIGURE_NAMES:
+        for ext in (".png", ".pdf"):
+            (folder / f"{name}{ext}").unlink(missing_ok=True)
+    if folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()
     for name in OPTIONAL_OUTPUTS:
         (out / name).unlink(missing_ok=True)
 
 
-def claim(out: Path, experiment: str, uri: str) -> None:
+def claim(out: Path, experiment: str, uri: str, filters: dict | None = None, warn=None) -> None:
     """Make ``out`` this experiment's report folder, or refuse.
 
     Parameters
@@ -305,6 +320,12 @@ def claim(out: Path, experiment: str, uri: str) -> None:
         Report folder; created when missing.
     experiment, uri : str
         Written to ``out/report.json``.
+    filters : dict, optional
+        The report's filters, written beside them; when the folder held a
+        report of the same experiment with other filters (or another store),
+        ``warn`` says that it is replaced.
+    warn : callable, optional
+        One line to stderr.
 
     Raises
     ------
@@ -316,13 +337,14 @@ def claim(out: Path, experiment: str, uri: str) -> None:
         deleted or overwritten); its ``report.json`` is not a JSON object (nothing is
         written: the folder may be another experiment's).
     """
-    owner = None
+    owner, before = None, {}
     if out.exists() and not out.is_dir():
         raise StoreError(f"--out {out} is a file, not a folder; pass a folder (or leave --out out)")
     marker, md = out / MARKER, out / "table4.md"
     if marker.is_file():
         try:
-            owner = json.loads(marker.read_text(encoding="utf-8")).get("experiment")
+            before = json.loads(marker.read_text(encoding="utf-8"))
+            owner = before.get("experiment")
         except (ValueError, AttributeError, OSError) as exc:  # not JSON, not an object, unreadable
             raise StoreError(
                 f"{marker} is not a readable report marker ({type(exc).__name__}: {exc}), so the folder "
@@ -343,7 +365,13 @@ def claim(out: Path, experiment: str, uri: str) -> None:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise StoreError(f"--out {out}: cannot create the folder ({exc.strerror or exc})") from None
-    marker.write_text(json.dumps({"experiment": experiment, "tracking_uri": uri},
+    mine = {k: sorted(v) for k, v in (filters or {}).items() if v}
+    if owner == experiment and warn is not None and (before.get("filters", {}) != mine
+                                                      or before.get("tracking_uri", uri) != uri):
+        warn(f"reports: {out} held the report of experiment {experiment!r} "
+             f"({_filter_text(before.get('filters') or {}) or 'no filters'}, store {before.get('tracking_uri', '?')}); "
+             f"it is replaced by this one ({_filter_text(mine) or 'no filters'}, store {uri})")
+    marker.write_text(json.dumps({"experiment": experiment, "tracking_uri": uri, "filters": mine},
                                  indent=1) + "\n", encoding="utf-8")
 
 
@@ -362,8 +390,11 @@ VERDICT_NOTE = (
     "short of its own tolerance, ok (fixed epochs) ran every epoch its plan gave, ? the method logs no "
     "convergence signal (TorchKM's Nystrom solver). Below the time limit all methods are scored "
     "on the same test rows (the curves' rows); at the time limit every fit has ended and the final models are "
-    "ranked on all test rows, like Table 4; '≈ k others': k methods a paired test cannot tell from the best "
-    "(named in the detail table below). The time limit is the trial's wall clock (timeout_s); every plan "
+    "ranked on all test rows, like Table 4; '≈ k others': k methods a paired test on those rows cannot tell "
+    "from the best (named in the detail table below; below the time limit only final models are tested, "
+    "checkpoints keep no predictions), 'k untested': methods without a test. Where a data set's methods "
+    "solve different problems (SVR against KRR, L1- against L2-SVC, a bandwidth a method chose itself), the "
+    "best's is named in brackets, e.g. [KRR] (Problems table). The time limit is the trial's wall clock (timeout_s); every plan "
     "sizes its fit to at most half of what is left, so fits end well before it. † the best's fit time was "
     "measured under contention (the trial got less CPU than its threads): it may be slower than on an idle "
     "machine.")
@@ -374,8 +405,9 @@ VERDICT_DETAIL_NOTE = (
     "convergence mark. 'test rows': the rows every method at that time is scored on. At the time limit the "
     "next column lists the methods not distinguishable from the best by a paired test on the same rows "
     "(McNemar's exact test for accuracy, a paired bootstrap for RMSE, p ≥ 0.05): the gap may be noise, and "
-    "it may be large; it is not a finding that they are as good. Below the time limit there is no paired "
-    "test (the checkpoints' predictions are not kept): gaps of a few tenths of a point may be noise. "
+    "it may be large; it is not a finding that they are as good. Below the time limit the test compares "
+    "final models on the curves' rows; a checkpoint keeps no predictions, so a best that is a checkpoint, or "
+    "a checkpoint beside it, is not tested: gaps of a few tenths of a point may then be noise. "
     "'methods with a model': how many methods had a model by then, and any left out because they could not "
     "be scored on these rows, with the reason.")
 

@@ -416,8 +416,9 @@ def fig_metric_vs_time(points: pd.DataFrame, order=None):
     if any(_contended(r) for _, r in data.groupby("run_id")):
         handles.append(Line2D([], [], color="black", ls="--", marker="$†$", ms=10, lw=1.2,
                               label="† dashed: contended run (its seconds are not comparable)"))
-    fig.legend(handles=handles, loc="outside lower center", frameon=False, fontsize=12,
-               ncol=min(6, len(handles)))
+    # on top, under the title: the figure is tall, and its first screen must say which curve is which
+    fig.legend(handles=handles, loc="outside upper center", frameon=False, fontsize=12,
+               ncol=min(7, len(handles)))
     fig.suptitle("Test metric vs fit time (small dots: checkpoints during the fit; large: final model, "
                  "scored on the same test rows as the checkpoints)",
                  fontsize=14)
@@ -632,6 +633,12 @@ def save(fig, out_dir: Path, name: str) -> tuple[Path, Path]:
     fig.savefig(pdf, bbox_inches="tight")
     plt.close(fig)
     return png, pdf
+
+
+#: Every figure a report may write (``figures/<name>.png`` and ``.pdf``): what a later report in the same
+#: folder removes before drawing (other files there are the user's and stay).
+FIGURE_NAMES = ("metric_vs_time", "pareto", "fig3_convergence", "metric_vs_memory", "training_time",
+                "rff_n_components", "val_vs_lam", "scaling")
 
 
 def make_all(runs: pd.DataFrame, cells: pd.DataFrame, hist: pd.DataFrame,

@@ -45,6 +45,24 @@ def test_each_column_names_its_problem_and_the_differences_are_flagged():
     assert a9a["joker-exact"].startswith("L1-SVC (hinge); none;") and "fitted bias" in a9a["libsvm"]
 
 
+def test_torchkm_nystrom_states_its_own_bandwidth_as_another_problem():
+    """Review of issue 42: TorchKM's Nystrom mode (own sigest bandwidth, 2,000 landmarks) was stated as the
+    exact L1-SVC at the given sigma, and won two verdict cells against the exact SVMs."""
+    runs = pd.DataFrame([
+        _run("ijcnn1", "libsvm", "binary", "hinge", {"cache_size_mib": 100}, None),
+        _run("ijcnn1", "torchkm", "binary", "hinge", {"mode": "nystrom", "num_landmarks": 2000, "nys_k": 2000}, None),
+        _run("a9a", "libsvm", "binary", "hinge", {"cache_size_mib": 100}, None),
+        _run("a9a", "torchkm", "binary", "hinge", {"mode": "exact", "num_landmarks": None, "nys_k": None}, None),
+    ])
+    table = problems.problem_table(runs, ["libsvm", "torchkm"]).set_index("dataset")
+    assert table.loc["ijcnn1", "torchkm"] == ("L1-SVC (bandwidth chosen by TorchKM (sigest)) (hinge); fitted bias; "
+                                              "Nystrom, 2000 landmarks, rank 2000; float32, cpu")
+    assert table.loc["ijcnn1", "same problem?"] == (
+        "no: L1-SVC (libsvm); L1-SVC (bandwidth chosen by TorchKM (sigest)) (torchkm)")
+    assert table.loc["a9a", "same problem?"] == "yes: L1-SVC" and "exact kernel" in table.loc["a9a", "torchkm"]
+    assert runs.loc[1, "params.problem.sigma"] == "bandwidth chosen by TorchKM (sigest); the given 2 is not used"
+
+
 def test_runs_without_a_stated_problem_say_so_and_the_table_sits_after_the_metric():
     old = pd.DataFrame([{"dataset": "hepc", "method": "falkon"}])
     texts = problems.problem_texts(old)

@@ -213,7 +213,9 @@ def test_verdict_reads_the_curves(report):
     also = "also not distinguishable from the best (paired test, p ≥ 0.05)"
     assert last["best method"] == "**joker-exact**" and "libsvm" in last[also]
     assert "falkon" not in last[also] and last["its model"] == "final, 20 s, ✓"
-    assert v.loc["within 60 s", also] == "(paired test at the time limit only)"
+    # below the limit the final models are tested on the curve rows (here all rows): libsvm is 5 rows away
+    assert v.loc["within 60 s", also] == "libsvm"
+    assert v.loc["within 1 s", also] == "(no paired test: the best is a checkpoint, whose predictions are not kept)"
 
 
 def _subset_store(tmp_path, k=5_000, quick_rows=None):
@@ -351,7 +353,7 @@ def test_damaged_artifacts_are_one_line_each_and_old_runs_stay_silent(damaged):
     said = [ln for ln in lines if ln.startswith("reports: run ")]
     assert len(said) == 3, said
     assert said[0] == (f"reports: run {ids['joker-exact']} (joker-exact/a9a): checkpoints.csv truncated or corrupted "
-                       "(1 of 3 rows without a number, or a negative fit time); its anytime curve shows the 2 usable rows read")
+                       "(1 of 3 rows without a number); its anytime curve shows the 2 usable rows read")
     left = "its paired test is left out (and its final point on the curves' test rows when they are a subset)"
     assert said[1].startswith(f"reports: run {ids['falkon']} (falkon/a9a): predictions.npz unreadable (")
     assert said[1].endswith("); " + left)
@@ -374,7 +376,7 @@ def test_damaged_artifacts_are_noted_beside_their_cells(damaged):
 
     d = render.details(cells).set_index("method")
     assert d.loc["joker-exact", "checkpoints"] == (
-        f"2 (checkpoints.csv truncated or corrupted (1 of 3 rows without a number, or a negative fit time) (run {ids['joker-exact']}))")
+        f"2 (checkpoints.csv truncated or corrupted (1 of 3 rows without a number) (run {ids['joker-exact']}))")
     assert d.loc["falkon", "checkpoints"].startswith("3 (predictions.npz unreadable (")
     assert d.loc["libsvm", "checkpoints"] == "0"
     assert d.loc["thundersvm", "checkpoints"] == "" and d.loc["thundersvm", "vs best (test, p)"] == (
@@ -398,7 +400,7 @@ def test_unusable_bookkeeping_columns_are_damage():
     # review of issue 42: a non-numeric call column went unnoticed
     c = pd.DataFrame({"checkpoint": [1, 2], "call": ["1", "x"], "fit_seconds": [0.1, 0.2], "final": [0, 1],
                       "n_test_rows": [10, 10], "test_accuracy": [0.8, 0.9]})
-    assert anytime._checkpoint_problem(c, "test_accuracy", 2.0) == "truncated or corrupted (1 of 2 rows without a number, or a negative fit time)"
+    assert anytime._checkpoint_problem(c, "test_accuracy", 2.0) == "truncated or corrupted (1 of 2 rows without a number)"
     problem = {"run_id": "r", "method": "m", "dataset": "d", "file": "checkpoints.csv", "problem": "x", "used": 0}
     assert anytime.problem_line(problem) == "run r (m/d): checkpoints.csv x; its anytime curve is its final point only"
 
@@ -439,7 +441,7 @@ def test_checkpoint_rows_without_a_metric_by_design_are_not_damage():
     assert anytime._checkpoint_problem(c, "test_accuracy", 3.0) is None
     assert anytime._checkpoint_problem(c, "test_accuracy", 4.0) == "truncated (3 of 4 rows read)"
     assert anytime._checkpoint_problem(c.drop(columns="nonfinite"), "test_accuracy", 3.0) == (
-        "truncated or corrupted (1 of 3 rows without a number, or a negative fit time)")
+        "truncated or corrupted (1 of 3 rows without a number)")
     only_nan = pd.DataFrame({"fit_seconds": [0.1], "nonfinite": [1.0]})
     assert anytime._checkpoint_problem(only_nan, "test_accuracy", 1.0) is None
     assert anytime._checkpoint_problem(pd.DataFrame({"fit_seconds": [0.1]}), "test_rmse", 1.0) == (
@@ -482,7 +484,7 @@ def test_predictions_that_do_not_reproduce_the_run_are_damage():
 def test_negative_fit_seconds_are_damage():
     c = pd.DataFrame({"checkpoint": [1, 2], "fit_seconds": [-0.1, 0.2], "final": [0, 1], "test_accuracy": [0.8, 0.9]})
     assert anytime._checkpoint_problem(c, "test_accuracy", 2.0) == (
-        "truncated or corrupted (1 of 2 rows without a number, or a negative fit time)")
+        "truncated or corrupted (1 of 2 rows with a negative fit time)")
 
 
 def test_a_nan_prediction_store_is_said_and_untested(tmp_path):
@@ -548,13 +550,14 @@ def test_checkpoints_on_other_rows_say_so():
 def test_verdict_summary_one_row_per_dataset(report):
     rep, _ = report
     s = rep.verdict_summary
+    limit = "at the time limit, 180 s (all test rows)"  # one limit for every row: its seconds in the header
     assert s.columns.tolist() == ["dataset", "memory budget", "test rows", "within 1 s", "within 10 s",
-                                  "within 60 s", anytime.AT_LIMIT]
+                                  "within 60 s", limit]
     row = s.iloc[0]
     assert len(s) == 1 and row["dataset"] == "a9a" and row["test rows"] == "all 10,000"
     assert row["within 1 s"] == "**joker-exact** 70.00 (checkpoint at 0.5 s)"
-    assert row["within 10 s"] == "**libsvm** 99.95 ✓"
-    assert row[anytime.AT_LIMIT] == "**joker-exact** 100.0 ✓; ≈ 1 other"  # libsvm (McNemar p = 0.0625)
+    assert row["within 10 s"] == "**libsvm** 99.95 ✓; 1 untested"  # joker-exact's 5 s checkpoint: no predictions
+    assert row[limit] == "**joker-exact** 100.0 ✓; ≈ 1 other"  # libsvm (McNemar p = 0.0625)
     md = rep.paths["markdown"].read_text()
     assert md.index("## Verdict\n") < md.index("## Verdict in detail") < md.index("## Datasets")
     html = rep.paths["html"].read_text()
@@ -570,7 +573,7 @@ def test_contended_runs_are_marked_in_the_verdict_and_the_curves(tmp_path):
     rep = build_report(uri, "anytime", out=tmp_path / "out", **QUIET)
     ten = rep.verdict.set_index("time budget").loc["within 10 s"]
     assert ten["its model"] == "final, 3 s, ✓ † (contended: its seconds are not comparable)"
-    assert rep.verdict_summary["within 10 s"].iloc[0] == "**libsvm** 99.95 ✓ †"
+    assert rep.verdict_summary["within 10 s"].iloc[0] == "**libsvm** 99.95 ✓ †; 1 untested"
     assert rep.verdict_summary["within 1 s"].iloc[0].endswith("(checkpoint at 0.5 s)")  # joker-exact: not contended
     fig, _ = figures.fig_metric_vs_time(rep.points)
     labels = [h.get_label() for h in fig.legends[0].legend_handles]
@@ -595,3 +598,139 @@ def test_verdict_note_without_figures_and_filtered(report, tmp_path):
     md = filtered.paths["markdown"].read_text()
     assert "(not drawn: this report was made with --no-figures)" in md and "figures below" not in md
     assert "the verdict ranks only falkon, libsvm; the full report may name another method" in md
+
+
+# ------------------------------------------------------------------ review of issue 42 (fourth round)
+def test_impossible_checkpoint_rows_are_damage_and_dropped():
+    c = pd.DataFrame({"checkpoint": [1, 2, 2, 3, 4, 5], "call": [1, 2, 2, 3, 4, 4],
+                      "fit_seconds": [0.5, 2.0, 2.0, 1.0, 50.0, 3.0], "final": [0, 0, 0, 0, 0, 1],
+                      "n_test_rows": [5000, 5000, 5000, 5000, 5000, 5000],
+                      "test_accuracy": [0.8, 1.5, 1.5, 0.85, 0.99, 0.9]})
+    why = anytime._checkpoint_problem(c, "test_accuracy", 5.0, fit_seconds=3.0, n_test=10_000)
+    assert why == ("truncated or corrupted (2 of 6 rows with an impossible test_accuracy (outside [0, 1]); "
+                   "1 of 6 rows after the fit ended (fit_seconds over the run's 3 s); 1 of 6 rows duplicated; "
+                   "its final row scored on 5,000 test rows, the run tested 10,000; 6 rows, the run logged 5)")
+    kept = anytime._usable_checkpoints(c, "test_accuracy", 3.0, 10_000)
+    # the 1.5 rows, the 50 s row and the final row on 5,000 rows go; the rest in time order
+    assert kept["fit_seconds"].tolist() == [0.5, 1.0] and kept["test_accuracy"].tolist() == [0.8, 0.85]
+    order = pd.DataFrame({"checkpoint": [1, 2], "fit_seconds": [2.0, 1.0], "final": [0, 1],
+                          "test_rmse": [0.2, 0.1]})
+    assert anytime._checkpoint_problem(order, "test_rmse", 2.0, 2.0) == "truncated or corrupted (rows out of time order)"
+    assert anytime._checkpoint_problem(order.assign(test_rmse=[-0.1, 0.1]), "test_rmse", 2.0, 2.0).startswith(
+        "truncated or corrupted (1 of 2 rows with an impossible test_rmse (outside [0, inf])")
+
+
+def test_nan_scores_are_damage():
+    y = np.array([0, 1, 1, 0])
+    run = pd.Series({"metric_name": "test_accuracy", "metric": 100.0, "n_test": 4.0})
+    scores = np.array([-1.0, 1.0, np.nan, -1.0], dtype=np.float32)
+    assert anytime.predictions_problem({"y_true": y, "y_pred": y, "scores": scores}, run) == (
+        "corrupted (1 non-finite value in scores)")
+
+
+def _damage_store(tmp_path, edit):
+    """:func:`_store` with ``edit(method, arrays)`` applied to the stored predictions (return new arrays)."""
+    from pathlib import Path
+
+    from mlflow import MlflowClient
+
+    uri, y = _store(tmp_path)
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.get_experiment_by_name("anytime").experiment_id
+    ids = {r.data.tags["method"]: r.info.run_id for r in client.search_runs([exp])}
+    for method, rid in ids.items():
+        npz = Path(client.get_run(rid).info.artifact_uri) / "predictions.npz"
+        with np.load(npz) as z:
+            arrays = {k: z[k] for k in z.files}
+        new = edit(method, arrays)
+        if new is not None:
+            np.savez_compressed(npz, **new)
+    return uri, ids
+
+
+def test_a_best_cell_with_damaged_predictions_is_untested_on_the_first_screen(tmp_path):
+    """Review: the best a9a cell's NaN predictions left a clean-looking win, its '≈ k others' silently gone."""
+    def nan_best(method, arrays):
+        if method == "joker-exact":
+            return {**arrays, "y_pred": np.where(np.arange(N_TEST) == 3, np.nan, arrays["y_pred"].astype(float))}
+        return None
+
+    uri, ids = _damage_store(tmp_path, nan_best)
+    lines = []
+    rep = build_report(uri, "anytime", out=tmp_path / "out", make_figures=False, echo=lambda *a: None,
+                       warn=lines.append)
+    assert any("joker-exact/a9a): predictions.npz corrupted (1 non-finite value in y_pred)" in ln for ln in lines)
+    best = _cell(rep.cells, "joker-exact")
+    assert best["is_best"] and best["untested"] is True and best["vs_best"].startswith("best; not tested: ")
+    limit = [c for c in rep.verdict_summary if c.startswith("at the time limit")][0]
+    assert rep.verdict_summary[limit].iloc[0] == "**joker-exact** 100.0 ✓; 4 untested"
+    last = rep.verdict[rep.verdict["time budget"].str.contains("time limit")].iloc[0]
+    assert last[anytime.ALSO] == "not tested: the best's predictions are missing or damaged"
+    md = rep.paths["markdown"].read_text()
+    table4 = md[md.index("## Table 4: test metric"):md.index("## Table 4: training time")]
+    row = next(line for line in table4.splitlines() if line.startswith("| a9a"))
+    assert "**100.0 ✓ untested**" in row
+
+
+def test_constant_predictions_are_trivial_whatever_the_tag(tmp_path):
+    """Review: a tag trivial_model=0 overruled predictions that were visibly constant."""
+    from mlflow import MlflowClient
+
+    def constant(method, arrays):
+        if method == "falkon":
+            y = arrays["y_true"]
+            return {**arrays, "y_pred": np.full_like(y, int(np.argmax(np.bincount(y))))}
+        return None
+
+    uri, ids = _damage_store(tmp_path, constant)
+    client = MlflowClient(tracking_uri=uri)
+    y = np.asarray(_pair(0)[0])
+    share = float(np.bincount(y).max() / len(y))
+    client.log_metric(ids["falkon"], "test_accuracy", share)  # the record made consistent with the predictions
+    client.set_tag(ids["falkon"], "trivial_model", "0")
+    rep = build_report(uri, "anytime", out=tmp_path / "out", make_figures=False, **QUIET)
+    falkon = _cell(rep.cells, "falkon")
+    assert falkon["trivial"] is True and "constant predictions" in falkon["trivial_reason"]
+
+
+def test_other_rows_are_said_on_stderr(tmp_path):
+    other = np.random.default_rng(99).integers(0, 2, N_TEST)
+    lines = []
+    build_report(_subset_store(tmp_path, quick_rows=other), "subset", out=tmp_path / "out", make_figures=False,
+                 echo=lambda *a: None, warn=lines.append)
+    said = [ln for ln in lines if "other test rows" in ln or "not the curves' rows" in ln]
+    assert len(said) == 2, lines
+    assert said[0].startswith("reports: ") and "its predictions are of other test rows than the best's" in said[0]
+    assert said[1].endswith("its test rows are not the curves' rows; left out of the curves and of the verdict "
+                            "below the time limit")
+
+
+def test_a_rerun_keeps_the_users_files_and_says_it_replaces_another_selection(report, tmp_path):
+    rep, _ = report
+    uri = rep.selection.tracking_uri
+    out = tmp_path / "mine"
+    build_report(uri, "anytime", out=out, **QUIET)
+    (out / "figures" / "my_notes.png").write_bytes(b"mine")
+    (out / "figures" / "pareto.png").write_bytes(b"stale")
+    lines = []
+    build_report(uri, "anytime", out=out, methods=["falkon", "libsvm"], make_figures=False,
+                 echo=lambda *a: None, warn=lines.append)
+    assert (out / "figures" / "my_notes.png").read_bytes() == b"mine"
+    assert not (out / "figures" / "pareto.png").exists()
+    assert lines == [f"reports: {out} held the report of experiment 'anytime' (no filters, store {uri}); it is "
+                     f"replaced by this one (method=falkon+libsvm, store {uri})"]
+
+
+def test_a_best_on_another_problem_is_named_in_the_verdict():
+    pts = pd.DataFrame([
+        dict(run_id=m, dataset="d", budget="b", method=m, variant="", label=m, metric_name="test_accuracy",
+             fit_seconds=1.0, metric=v, final=1, source="final", rows=10, n_all=10, contended=False)
+        for m, v in (("libsvm", 90.0), ("torchkm", 95.0))])
+    runs = pd.DataFrame({"dataset": ["d"], "budget": ["b"]})
+    names = {("d", "libsvm"): "L1-SVC", ("d", "torchkm"): "L1-SVC (bandwidth chosen by TorchKM (sigest))"}
+    v = anytime.verdict(anytime._on_curve_rows(pts, runs, {}), runs, budgets=(5.0,), problem_names=names)
+    assert v["test metric"].iloc[0] == "**95.00** test accuracy (%) [L1-SVC (bandwidth chosen by TorchKM (sigest))]"
+    assert v[anytime.SUMMARY_CELL].iloc[0] == "**torchkm** 95.00 [L1-SVC (bandwidth chosen by TorchKM (sigest))]"
+    same = {("d", "libsvm"): "L1-SVC", ("d", "torchkm"): "L1-SVC"}
+    v = anytime.verdict(anytime._on_curve_rows(pts, runs, {}), runs, budgets=(5.0,), problem_names=same)
+    assert v["test metric"].iloc[0] == "**95.00** test accuracy (%)"
