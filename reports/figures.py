@@ -417,11 +417,11 @@ def fig_metric_vs_time(points: pd.DataFrame, order=None):
         handles.append(Line2D([], [], color="black", ls="--", marker="$†$", ms=10, lw=1.2,
                               label="† dashed: contended run (its seconds are not comparable)"))
     # on top, under the title: the figure is tall, and its first screen must say which curve is which
+    # (the explanation is the legend's title: a suptitle and a legend both "outside upper" overlap)
     fig.legend(handles=handles, loc="outside upper center", frameon=False, fontsize=12,
-               ncol=min(7, len(handles)))
-    fig.suptitle("Test metric vs fit time (small dots: checkpoints during the fit; large: final model, "
-                 "scored on the same test rows as the checkpoints)",
-                 fontsize=14)
+               ncol=min(7, len(handles)), title_fontsize=14,
+               title="Test metric vs fit time (small dots: checkpoints during the fit; large: final model, "
+                     "scored on the same test rows as the checkpoints)")
     return fig, data
 
 
