@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from . import significance, vocab
+from .render import sig
 
 #: Verdict column: the methods a paired test cannot tell from the best (not a claim that they are as good).
 ALSO = "also not distinguishable from the best (paired test, p ≥ 0.05)"
@@ -498,11 +499,6 @@ def metric_on_rows(name: str, arrays: dict, k: int) -> float | None:
     return None if value is None or not np.isfinite(value) else float(value)
 
 
-def checkpoint_counts(runs: pd.DataFrame, checkpoints: dict) -> pd.Series:
-    """Checkpoints (final row included) of each run, 0 when it has none; indexed like ``runs``."""
-    return runs["run_id"].map(lambda rid: len(checkpoints[rid]) if rid in checkpoints else 0)
-
-
 def at_budget(points: pd.DataFrame, seconds: float, lower: bool) -> pd.DataFrame:
     """Each run's metric at a time budget: its last point with ``fit_seconds <= seconds``.
 
@@ -667,13 +663,6 @@ def verdict(points: pd.DataFrame, runs: pd.DataFrame, cells: pd.DataFrame | None
 SUMMARY_CELL = "summary cell"
 #: Column of :func:`verdict_summary` for the trial's time limit.
 AT_LIMIT = "at the time limit (all test rows)"
-
-
-def sig(x, digits: int = 4) -> str:
-    """The tables' number format (:func:`reports.render.sig`): 4 significant digits, trailing zeros kept."""
-    from .render import sig as _sig
-
-    return _sig(x, digits)
 
 
 def _problem_note(names: dict | None, dataset, method) -> str:
