@@ -45,7 +45,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import anytime, curves, figures, html, problems, published, render, scaling, settings, table, tuned
+from . import anytime, code_version, curves, figures, html, problems, published, render, scaling, settings, table, tuned
 from .load import REPO_ROOT, STATUSES, Selection, StoreError, client_for, load_selection
 
 RUN_COLUMNS = ["run_id", "dataset", "budget", "method", "variant", "seed",
@@ -91,6 +91,8 @@ class Report:
     verdict_summary : pandas.DataFrame or None
         The same on one screen: a row per (dataset, memory budget), a column per time budget
         (:func:`reports.anytime.verdict_summary`).
+    code_notes : list of str
+        Runs recorded by other code than the report's (:func:`reports.code_version.code_notes`).
     """
 
     selection: Selection
@@ -103,6 +105,7 @@ class Report:
     points: pd.DataFrame | None = None
     verdict: pd.DataFrame | None = None
     verdict_summary: pd.DataFrame | None = None
+    code_notes: list = field(default_factory=list)
 
 
 def failed_runs(runs: pd.DataFrame) -> pd.DataFrame:
@@ -198,6 +201,10 @@ def build_report(tracking_uri: str | None = None, experiment: str | None = None,
     echo(f"reports: store {sel.tracking_uri}")
     echo(f"reports: experiment '{sel.experiment}' ({how})")
     echo(f"reports: {sel.summary()}")
+    rep.code_notes = code_version.code_notes(pd.concat([sel.runs, final]) if len(final) else sel.runs,
+                                             code_version.head_commit())
+    for note in rep.code_notes:
+        warn(f"reports: {note}")
     for problem in damaged:
         warn(f"reports: {anytime.problem_line(problem)}")
     for line in anytime.row_warnings(cells, points):
@@ -449,7 +456,7 @@ def _write(out: Path, sel: Selection, rep: Report, tables, failed, refs, when) -
              "csv": out / "table4.csv", "runs": out / "runs.csv",
              "not_used": out / "not_used.csv", "html": out / "report.html"}
     beside, elsewhere = refs
-    notes = render.footnotes(rep.cells) if len(rep.cells) else []
+    notes = (render.footnotes(rep.cells) if len(rep.cells) else []) + list(rep.code_notes)
     head = (f"# Table 4: experiment `{sel.experiment}`\n\n"
             f"Store `{sel.tracking_uri}`. {sel.summary()}.\n"
             + (f"Filters: {sel.filters}.\n" if sel.filters else "")

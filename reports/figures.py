@@ -498,6 +498,40 @@ def pareto_front(x, y, higher_is_better: bool) -> np.ndarray:
     return keep
 
 
+def tie_rings(x, y) -> np.ndarray:
+    """Ring index of each point among the points drawn on top of one another.
+
+    Points whose cost agrees to 0.5 % (log scale) and whose metric agrees to
+    1e-9 (relative) are one tie group; in a group of ``g`` points the first
+    gets ring ``g - 1`` (the largest marker, drawn lowest) and the last ring
+    0, so that every tied method stays visible as a ring.
+
+    Parameters
+    ----------
+    x : array-like of shape (n,)
+        Positive costs (seconds, MiB).
+    y : array-like of shape (n,)
+        Metrics.
+
+    Returns
+    -------
+    ndarray of int, shape (n,)
+        0 for a point no other point covers.
+    """
+    x = np.log(np.asarray(x, dtype=float))
+    y = np.asarray(y, dtype=float)
+    rings = np.zeros(len(x), dtype=int)
+    seen = np.zeros(len(x), dtype=bool)
+    for i in range(len(x)):
+        if seen[i]:
+            continue
+        same = (np.abs(x - x[i]) <= 0.005) & np.isclose(y, y[i], rtol=1e-9, atol=0.0) & ~seen
+        members = np.flatnonzero(same)
+        seen[members] = True
+        rings[members] = np.arange(len(members))[::-1]
+    return rings
+
+
 def fig_pareto(cells: pd.DataFrame, order=None):
     """Final test metric against fit memory and against fit time, with the Pareto front, per dataset.
 
@@ -549,9 +583,11 @@ def fig_pareto(cells: pd.DataFrame, order=None):
             data.loc[dd.index, front] = mask
             f = dd[mask].assign(_x=x[mask]).sort_values("_x")
             ax.step(f["_x"], f["metric"], where="post", color="black", lw=1.5, ls="--", zorder=1)
-            for (idx, p), on in zip(dd.iterrows(), mask):
-                ax.scatter(x[idx], p["metric"], s=110 if on else 60, color=colour(p["method"]),
-                           edgecolor="black", linewidth=1.2 if on else 0.4, zorder=2)
+            rings = tie_rings(x, dd["metric"])
+            for (idx, p), on, ring in zip(dd.iterrows(), mask, rings):
+                # tied points (same cost and metric) are drawn as rings, the larger ones below: a tie hid one
+                ax.scatter(x[idx], p["metric"], s=(110 if on else 60) * (1 + 1.3 * ring), color=colour(p["method"]),
+                           edgecolor="black", linewidth=1.2 if on else 0.4, zorder=2 + 0.01 * (10 - ring))
                 if col == "fit_seconds" and anytime_flag(p.get("contended")):
                     _dagger(ax, x[idx], p["metric"])
             _plain_log(ax, "x", values=x)
