@@ -597,6 +597,7 @@ def verdict(points: pd.DataFrame, runs: pd.DataFrame, cells: pd.DataFrame | None
     rows = []
     k_of = curve_rows(points) if len(points) else {}
     marks = _convergence_marks(cells)
+    tested: dict = {}  # (best run, other run, rows) -> same?: one test per pair, not one per time budget
     for (dataset, mem), d in points.groupby(["dataset", "budget"], sort=False):
         lower = lower_is_better(d["metric_name"].iloc[0])
         limit = _cell_budget(runs[(runs["dataset"] == dataset) & (runs["budget"] == mem)])
@@ -637,7 +638,7 @@ def verdict(points: pd.DataFrame, runs: pd.DataFrame, cells: pd.DataFrame | None
                     if untested:
                         also += f"; not tested: {', '.join(untested)}"
             elif not full:
-                also, n_also, n_untested = _paired_below_limit(now, best, predictions, k, lower)
+                also, n_also, n_untested = _paired_below_limit(now, best, predictions, k, lower, tested)
             level = (trivial if full or trivial_curve is None else trivial_curve or {}) or {}
             level = level.get(dataset)
             useless = level is not None and (per[best] >= level if lower else per[best] <= level)
@@ -681,9 +682,12 @@ def flagged(value) -> bool:
     return isinstance(value, (bool, np.bool_)) and bool(value)
 
 
-def _paired_below_limit(now: pd.DataFrame, best: str, predictions: dict | None, k, lower: bool):
+def _paired_below_limit(now: pd.DataFrame, best: str, predictions: dict | None, k, lower: bool,
+                        tested: dict | None = None):
     """The paired test below the time limit: the best's final model against the other final models on the
     curve rows (their stored predictions' first ``k``); checkpoints keep no predictions, so they are not tested.
+    ``tested`` keeps each pair's answer (keyed by the two run ids and ``k``) across the time budgets: the
+    same two final models at 10 s and at 60 s are one test.
 
     Returns
     -------
@@ -710,7 +714,13 @@ def _paired_below_limit(now: pd.DataFrame, best: str, predictions: dict | None, 
                 np.asarray(predictions[rid]["y_true"])[:k], y):
             untested.append(label)
             continue
-        if significance.compare(y, yb, np.asarray(predictions[rid]["y_pred"])[:k], lower).same:
+        key = (ref, rid, k, lower)
+        if tested is None or key not in tested:
+            answer = significance.compare(y, yb, np.asarray(predictions[rid]["y_pred"])[:k], lower).same
+            if tested is None:
+                tested = {}
+            tested[key] = answer
+        if tested[key]:
             same.append(label)
     text = ", ".join(same) or ("none" if not untested else "none of those tested")
     if untested:

@@ -1,9 +1,8 @@
-"""The report says when its runs were recorded by other code (reports.code_version) and draws tied points as rings."""
+"""The report says when its runs were recorded by other code (reports.code_version)."""
 
-import numpy as np
 import pandas as pd
 
-from reports import code_version, figures
+from reports import code_version
 
 A, B = "a" * 40, "b" * 40
 
@@ -38,13 +37,3 @@ def test_head_commit_is_this_checkout():
     sha = code_version.head_commit()
     assert sha is None or (len(sha) == 40 and int(sha, 16) >= 0)
     assert code_version.head_commit(__import__("pathlib").Path("/")) is None
-
-
-def test_tied_points_become_rings():
-    # three methods at one cost and metric, one apart: the tie gets rings 2, 1, 0 (largest drawn first)
-    x = [10.0, 10.02, 10.0, 50.0]
-    y = [0.97, 0.97, 0.97, 0.97]
-    assert figures.tie_rings(x, y).tolist() == [2, 1, 0, 0]
-    # another metric or a cost 1 % away is no tie
-    assert figures.tie_rings([10.0, 10.0, 10.1], [0.97, 0.96, 0.97]).tolist() == [0, 0, 0]
-    assert figures.tie_rings(np.array([]), np.array([])).tolist() == []

@@ -734,3 +734,37 @@ def test_a_best_on_another_problem_is_named_in_the_verdict():
     same = {("d", "libsvm"): "L1-SVC", ("d", "torchkm"): "L1-SVC"}
     v = anytime.verdict(anytime._on_curve_rows(pts, runs, {}), runs, budgets=(5.0,), problem_names=same)
     assert v["test metric"].iloc[0] == "**95.00** test accuracy (%)"
+
+
+def test_tied_points_become_rings():
+    # three methods at one cost and metric, one apart: the tie gets rings 2, 1, 0 (largest drawn first)
+    x = [10.0, 10.02, 10.0, 50.0]
+    y = [0.97, 0.97, 0.97, 0.97]
+    assert figures.tie_rings(x, y).tolist() == [2, 1, 0, 0]
+    # another metric or a cost 1 % away is no tie
+    assert figures.tie_rings([10.0, 10.0, 10.1], [0.97, 0.96, 0.97]).tolist() == [0, 0, 0]
+    assert figures.tie_rings(np.array([]), np.array([])).tolist() == []
+
+
+def test_paired_test_runs_once_per_pair_across_time_budgets(monkeypatch):
+    from reports import anytime, significance
+
+    calls = []
+    real = significance.compare
+
+    def counting(*args, **kw):
+        calls.append(1)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(significance, "compare", counting)
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 1000) * 2 - 1
+    other = y.copy()
+    other[:5] *= -1  # 5 of 1,000 rows differ: not distinguishable
+    predictions = {"r1": {"y_true": y, "y_pred": y.copy()}, "r2": {"y_true": y, "y_pred": other}}
+    now = pd.DataFrame({"label": ["a", "b"], "final": [1, 1], "run_id": ["r1", "r2"]})
+    tested = {}
+    first = anytime._paired_below_limit(now, "a", predictions, 1000, False, tested)
+    second = anytime._paired_below_limit(now, "a", predictions, 1000, False, tested)
+    assert first == second == ("b", 1, 0)
+    assert len(calls) == 1 and tested == {("r1", "r2", 1000, False): True}
