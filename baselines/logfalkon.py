@@ -134,30 +134,28 @@ class LogFalkonAdapter(FalkonFamily):
         """``final_steps`` to fill the shared time at the plan's M: ``MIN_FINAL_STEPS`` + what the rest allows.
 
         The fit is priced as :meth:`_kernel_passes` blocks of ``n x M`` kernel
-        entries at the measured pace (:func:`baselines.pace.kernel_entry_seconds`);
+        entries at the measured pace (:meth:`_entry_pace`: Falkon's own ``dmmv``);
         each further step costs ``final_iters + 1`` passes plus its callback.
         Sets ``self._steps``; returns the plan's record (empty without a time
         budget, where the steps stay ``MIN_FINAL_STEPS``).
         """
-        from .pace import kernel_entry_seconds
-
         cap = int(self.options["max_final_steps"])
         self._steps = MIN_FINAL_STEPS
         found = self._time_limit(budget)
         if found is None:
             return {}
         limit, origin = found
-        pace = kernel_entry_seconds(int(d), self.dtype, self.n_threads)
+        pace, timed = self._entry_pace(int(d))
         per_pass = n * M * pace
         while self._steps < cap:
             self._steps += 1
-            if self._kernel_passes() * per_pass > limit:
+            if self._kernel_passes(n) * per_pass > limit:
                 self._steps -= 1
                 break
-        seconds = self._kernel_passes() * per_pass
+        seconds = self._kernel_passes(n) * per_pass
         why = (f"final_steps {self._steps}: as many Newton steps at the target as fit (at most max_final_steps = "
-               f"{cap}): {self._kernel_passes():g} passes of n x M = {n} x {M} kernel entries at {pace * 1e9:.2f} ns "
-               f"= {seconds:.3g} s, {'within' if seconds <= limit else 'over'} {origin}")
+               f"{cap}): {self._kernel_passes(n):.4g} passes of n x M = {n} x {M} kernel entries at {pace * 1e9:.2f} ns "
+               f"({timed}) = {seconds:.3g} s, {'within' if seconds <= limit else 'over'} {origin}")
         return {"time_limit_s": limit, "kernel_entry_ns": pace * 1e9, "predicted_fit_s": seconds,
                 "steps_reason": why}
 
@@ -171,16 +169,18 @@ class LogFalkonAdapter(FalkonFamily):
         o = self.options
         return int(o["path_steps"]) * int(o["path_iters"]) + self._final_steps() * int(o["final_iters"])
 
-    def _kernel_passes(self) -> float:
+    def _kernel_passes(self, n: int | None = None) -> float:
         """Blocks of ``n x M`` kernel entries one fit computes (the time-aware plan's cost model).
 
         Per Newton step: one per CG iteration, one for the gradient of the
-        logistic loss at the current point, one for the step's callback
-        (every ``error_every`` steps).
+        logistic loss at the current point, and every ``error_every`` steps
+        the callback's prediction on at most ``CHECK_ROWS`` training rows
+        (``min(n, CHECK_ROWS) / n`` of a pass; a whole pass when ``n`` is None).
         """
         o, every = self.options, self.options["error_every"]
         steps = int(o["path_steps"]) + self._final_steps()
-        return self._cg_iterations() + steps + (math.ceil(steps / int(every)) if every else 0)
+        share = 1.0 if not n else min(int(n), CHECK_ROWS) / int(n)
+        return self._cg_iterations() + steps + (math.ceil(steps / int(every)) * share if every else 0)
 
     def _fit(self, X: np.ndarray, target: np.ndarray) -> None:
         from falkon import LogisticFalkon

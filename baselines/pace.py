@@ -31,8 +31,9 @@ PROBE_ROWS, PROBE_CENTRES = 32_768, 256
 #: probe stays near 0.1-0.3 s and 32 MiB (float64) for any d (at d = 1,024 it had taken 718 MiB and 4.6 s).
 PROBE_ELEMENTS = 1 << 22
 #: The solvers' own blocks against the probe's, measured through the harness on full HEPC (2 threads):
-#: Falkon float64, M = 127, 41 passes: 97.6 s of fit against 72.4 s from the bare probe (x 1.35); EigenPro3
-#: float32, 538 centres, 3 epochs: 102.1 s against 72.5 s (x 1.41). :func:`kernel_entry_seconds` includes it.
+#: EigenPro3 float32, 538 centres, 3 epochs: 102.1 s against 72.5 s (x 1.41). :func:`kernel_entry_seconds`
+#: includes it. Falkon's blocked routine is faster than this probe (1.6-1.8 ns against 6 ns per entry,
+#: float64, d = 10): its plans time it directly (:mod:`baselines.falkon_pace`).
 SOLVER_FACTOR = 1.4
 
 

@@ -84,8 +84,11 @@ class Planning:
     def _refuse_impossible_time(self, budget: Budget, chosen: dict[str, Any], n: int, d: int) -> None:
         """BudgetError when the plan's work cannot fit the trial's seconds even at ``GEMM_MARGIN`` x the measured pace.
 
-        CPU trials that know their time (``budget.time_s``) only, and only
-        when no option caps the work (``WORK_CAPS``). ``work_flops`` is the
+        CPU trials that know their time (``budget.time_s``) only. When an
+        option (``WORK_CAPS``) or the plan's own ``time_limit_s`` can stop the
+        fit early, only the least work of :meth:`_least_work_entries` is owed
+        (none when it is None), against the fit's ``FIT_TIME_SHARE`` of the
+        seconds. ``work_flops`` is the
         work model of :meth:`_work` (SMO's "about n iterations" of kernel
         columns is a measured rule, not a theorem); work stated in kernel
         entries (:meth:`_work_entries`) is priced at the measured cost of a
@@ -99,16 +102,29 @@ class Planning:
         flops, time_s = chosen.get("work_flops"), budget.time_s
         if self.on_gpu or time_s is None or not flops or flops / RATE_CEILING <= 0.1 * time_s:
             return
-        if any(self.options.get(cap) not in (None, -1) for cap in WORK_CAPS):
-            return  # an option stops the fit early (SMO's max_iter, Joker's max_time): the work is not owed
-        from .pace import gemm_flop_seconds, kernel_entry_seconds
+        capped = any(self.options.get(cap) not in (None, -1) for cap in WORK_CAPS) or (
+            chosen.get("time_limit_s") is not None and self._least_work_entries(n, d, chosen) is not None)
+        entries = self._work_entries(n, d, chosen)
+        if capped:  # an option or the plan's time limit stops the fit early: only its least work is owed
+            least_entries = self._least_work_entries(n, d, chosen)
+            if least_entries is None:
+                return  # SMO's max_iter, Joker's max_time: any prefix of the work is a fit
+            pace, timed = self._entry_pace(d)
+            least, share = least_entries * pace / GEMM_MARGIN, FIT_TIME_SHARE * time_s
+            if least > share:
+                raise BudgetError(
+                    f"{self.name}: not started: the least work of a fit its time limit can stop "
+                    f"({least_entries:.2g} kernel entries of {chosen['work']}) at {pace * 1e9:.2g} ns each "
+                    f"({timed}) takes at least {least:.0f} s even at {GEMM_MARGIN:g}x that pace, more than the "
+                    f"fit's {share:.0f} s ({FIT_TIME_SHARE:g} of the {time_s:.0f} s the trial has left)")
+            return
+        from .pace import gemm_flop_seconds
 
         dtype = self.dtype if self.dtype in ("float32", "float64") else "float64"
-        entries = self._work_entries(n, d, chosen)
         if entries:
-            pace = kernel_entry_seconds(d, dtype, self.n_threads)
+            pace, timed = self._entry_pace(d)
             least = entries * pace / GEMM_MARGIN
-            rate = f"{flops:.2g} flops = {entries:.2g} kernel entries at {pace * 1e9:.2g} ns each (measured Gaussian blocks)"
+            rate = f"{flops:.2g} flops = {entries:.2g} kernel entries at {pace * 1e9:.2g} ns each ({timed})"
         else:
             per_flop = gemm_flop_seconds(dtype, self.n_threads)
             least = flops * per_flop / GEMM_MARGIN
@@ -118,6 +134,40 @@ class Planning:
                 f"{self.name}: not started: the plan's work ({chosen['work']}) is {rate}, at least {least:.0f} s "
                 f"even at {GEMM_MARGIN:g}x that pace ({dtype}, {self.n_threads} threads), more than the "
                 f"{time_s:.0f} s the trial has left")
+
+    def _entry_pace(self, d: int) -> tuple[float, str]:
+        """Seconds per kernel entry of this method's block work on this CPU, and what was timed.
+
+        The default is the generic Gaussian-block probe
+        (:func:`baselines.pace.kernel_entry_seconds`, the trial's dtype and
+        threads); an adapter whose library has its own kernel routine times
+        that instead (Falkon: :func:`baselines.falkon_pace.falkon_entry_seconds`).
+
+        Parameters
+        ----------
+        d : int
+            Features.
+
+        Returns
+        -------
+        (float, str)
+            Seconds per row x centre entry, and the words the plan's reason quotes.
+        """
+        from .pace import kernel_entry_seconds
+
+        dtype = self.dtype if self.dtype in ("float32", "float64") else "float64"
+        return kernel_entry_seconds(int(d), dtype, self.n_threads), "measured Gaussian blocks"
+
+    def _least_work_entries(self, n: int, d: int, plan: dict[str, Any]) -> float | None:
+        """Kernel entries a fit must compute before stopping it early still gives a model; None: any prefix does.
+
+        Used by :meth:`_refuse_impossible_time` when an option (``WORK_CAPS``)
+        or the plan's ``time_limit_s`` can stop the fit: such a plan is refused
+        only when this least work cannot end within ``FIT_TIME_SHARE`` of the
+        trial's seconds even at ``GEMM_MARGIN`` x the measured pace
+        (ASkotch: one pass over its blocks).
+        """
+        return None
 
     def _work_entries(self, n: int, d: int, plan: dict[str, Any]) -> float | None:
         """Kernel entries the stated work (:meth:`_work`) consists of, or None when it is not kernel entries.
@@ -163,17 +213,17 @@ class Planning:
         limit = self._time_limit(budget)
         if limit is None:
             return None
-        from .pace import kernel_entry_seconds, largest_in_time
+        from .pace import largest_in_time
 
-        pace = kernel_entry_seconds(int(d), self.dtype, self.n_threads)
+        pace, timed = self._entry_pace(int(d))
 
         def seconds(m: int) -> float:
             return passes * n * m * pace
 
         m = largest_in_time(seconds, limit[0], hi, lo=min(hi, MIN_TIMED_SIZE))
         fits = seconds(m) <= limit[0]
-        why = (f"{knob} <= {m}: {passes:g} kernel passes of n x {knob} entries at {pace * 1e9:.2f} ns each "
-               f"(measured) = {seconds(m):.3g} s, {'within' if fits else 'still over (the smallest size tried)'} "
+        why = (f"{knob} <= {m}: {passes:.4g} kernel passes of n x {knob} entries at {pace * 1e9:.2f} ns each "
+               f"({timed}) = {seconds(m):.3g} s, {'within' if fits else 'still over (the smallest size tried)'} "
                f"{limit[1]}")
         return m, {"time_limit_s": limit[0], "kernel_entry_ns": pace * 1e9,
                    "kernel_passes": float(passes), "predicted_fit_s": seconds(m), "time_reason": why}

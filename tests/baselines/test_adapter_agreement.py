@@ -254,6 +254,19 @@ def test_askotch_full_krr_is_joker_exact_krr(hepc_2000, joker_krr_2000):
     assert _relative(got, joker_krr_2000) <= 1e-5
 
 
+def test_askotch_max_time_stops_within_a_step_not_a_pass(hepc_2000):
+    """The clock is read after every step: with max_time reached after the first step, the fit stops at step 1
+    of a 10-step pass (blocks of 200 of 2,000 rows), with its residual and anytime point taken there."""
+    require("askotch")
+    X, y, _, sigma = hepc_2000
+    adapter = get_adapter("askotch", task="regression", loss="squared", sigma=sigma, lam=LAM, dtype="float64",
+                          block_size=200, max_time=1e-9, check_divergence=False).fit(X, y)
+    report = adapter.convergence()
+    assert [h["iteration"] for h in report["history"]] == [1]
+    assert report["history"][0]["epoch"] == pytest.approx(0.1)
+    assert adapter._stop == "max_time"
+
+
 @pytest.mark.parametrize("wrong", sorted(ASKOTCH_WRONG_MAPS))
 def test_a_wrong_askotch_lambd_map_breaks_the_equality(wrong, hepc_2000, joker_krr_2000, monkeypatch):
     """The same fit with lambd = n lam (ASkotch's README convention) or 2 lam lands far from Joker's function."""

@@ -1,7 +1,8 @@
 """Time-aware CPU plans (issue 23, item 2): Falkon's M and EigenPro's centres and epochs fit the trial's time.
 
-The machine's pace (``baselines.pace.kernel_entry_seconds``) is replaced by a
-fixed 10 ns per kernel entry, so every size below is exact arithmetic:
+The machine's pace (``baselines.pace.kernel_entry_seconds`` and Falkon's own
+``baselines.falkon_pace.falkon_entry_seconds``) is replaced by a fixed 10 ns
+per kernel entry, so every size below is exact arithmetic:
 ``passes * n * M * pace <= FIT_TIME_SHARE * time_s``. No upstream library runs.
 """
 
@@ -11,7 +12,8 @@ import math
 
 import pytest
 
-from baselines import pace
+from baselines import falkon_pace, pace
+from baselines.base import CHECK_ROWS
 from baselines.base import FIT_TIME_SHARE, MIN_TIMED_SIZE, Budget
 from baselines.eigenpro3 import EigenPro3Adapter
 from baselines.eigenpro4 import BATCH_SECONDS, EigenPro4Adapter
@@ -25,6 +27,7 @@ HEPC = (1_844_332, 10)
 @pytest.fixture
 def fixed_pace(monkeypatch):
     monkeypatch.setattr(pace, "kernel_entry_seconds", lambda d, dtype, threads: PACE)
+    monkeypatch.setattr(falkon_pace, "falkon_entry_seconds", lambda d, dtype, threads, block, keops: PACE)
 
 
 def make(cls, task, **options):
@@ -58,8 +61,10 @@ def test_budget_time_must_be_positive_seconds(value):
 
 
 @pytest.mark.parametrize("cls,task,passes", [
-    (FalkonAdapter, "regression", 20 + 1 + 20),          # maxiter CG sweeps, K^T y, a callback per iteration
-    (LogFalkonAdapter, "binary", 3 * 3 + 2 * 8 + 5 + 5),  # CG sweeps, a gradient and a callback per Newton step
+    # maxiter CG sweeps, K^T y, a callback per iteration on CHECK_ROWS of the n training rows
+    (FalkonAdapter, "regression", 20 + 1 + 20 * CHECK_ROWS / HEPC[0]),
+    # CG sweeps, a gradient and a callback (on CHECK_ROWS rows) per Newton step
+    (LogFalkonAdapter, "binary", 3 * 3 + 2 * 8 + 5 + 5 * CHECK_ROWS / HEPC[0]),
 ])
 def test_falkon_m_is_the_largest_that_fits_the_time(fixed_pace, cls, task, passes):
     n, d = HEPC
@@ -68,14 +73,14 @@ def test_falkon_m_is_the_largest_that_fits_the_time(fixed_pace, cls, task, passe
     assert plan["M"] == expect
     assert plan["kernel_passes"] == passes and plan["predicted_fit_s"] == pytest.approx(passes * n * expect * PACE)
     assert plan["predicted_fit_s"] <= FIT_TIME_SHARE * 150.0 < passes * n * (expect + 1) * PACE
-    assert plan["plan_reason"].startswith(f"M <= {expect}: {passes} kernel passes")
+    assert plan["plan_reason"].startswith(f"M <= {expect}: {passes:.4g} kernel passes")
 
 
 def test_falkon_fewer_callbacks_buy_a_larger_m(fixed_pace):
     n, d = HEPC
     every5 = make(FalkonAdapter, "regression", error_every=5).plan(budget(150.0), n, d)
-    assert every5["kernel_passes"] == 20 + 1 + 4
-    assert every5["M"] == math.floor(75.0 / (25 * n * PACE))
+    assert every5["kernel_passes"] == pytest.approx(20 + 1 + 4 * CHECK_ROWS / n)
+    assert every5["M"] == math.floor(75.0 / ((21 + 4 * CHECK_ROWS / n) * n * PACE))
     silent = make(FalkonAdapter, "regression", error_every=None).plan(budget(150.0), n, d)
     assert silent["kernel_passes"] == 21
 
@@ -183,15 +188,18 @@ def test_joker_inexact_m_is_sized_by_the_same_rule(fixed_pace):
 
 
 def test_falkon_reason_shows_why_the_shared_budget_forbids_m_of_sqrt_n(fixed_pace):
-    """FalkonML/falkon#52: M >= sqrt(n) = 1,359 on full HEPC; at 10 ns per entry 41 passes of n x 1,359
-    take 1,027 s, over the 75 s share of a 150 s trial: the reason says so with the numbers."""
+    """FalkonML/falkon#52: M >= sqrt(n) = 1,359 on full HEPC; at 10 ns per entry 21.1 passes of n x 1,359
+    (20 CG sweeps, K^T y, 20 callbacks on 10,000 rows) take 529 s, over the 75 s share of a 150 s trial: the
+    reason says so with the numbers."""
     n, d = HEPC
     plan = make(FalkonAdapter, "regression").plan(budget(150.0), n, d)
     need = math.isqrt(n - 1) + 1
     assert need == 1359 and plan["M"] < need
-    seconds = 41 * n * need * PACE
+    passes = 21 + 20 * CHECK_ROWS / n
+    seconds = passes * n * need * PACE
+    assert f"{seconds:.3g}" == "529"
     assert f"M = {plan['M']} < sqrt(n) = {need}" in plan["plan_reason"]
-    assert f"41 x n x {need} x 10.00 ns = {seconds:.3g} s, over the 75 s of the shared budget" in plan["plan_reason"]
+    assert f"{passes:.4g} x n x {need} x 10.00 ns = {seconds:.3g} s, over the 75 s of the shared budget" in plan["plan_reason"]
     roomy = make(FalkonAdapter, "regression").plan(budget(1e5), n, d)    # time allows it: no note
     assert roomy["M"] >= need and "sqrt(n)" not in roomy["plan_reason"]
 
@@ -317,7 +325,7 @@ def test_logfalkon_newton_steps_at_the_target_fill_the_shared_time(fixed_pace, M
 
     n, d = 49_990, 22
     limit, per_pass = FIT_TIME_SHARE * 150.0, n * M * PACE
-    passes = {k: make(LogFalkonAdapter, "binary", M=M, final_steps=k)._kernel_passes() for k in range(0, 7)}
+    passes = {k: make(LogFalkonAdapter, "binary", M=M, final_steps=k)._kernel_passes(n) for k in range(0, 7)}
     fitting = [k for k in range(MIN_FINAL_STEPS, 7) if passes[k] * per_pass <= limit]
     expect = max(fitting) if fitting else MIN_FINAL_STEPS
     plan = make(LogFalkonAdapter, "binary", M=M).plan(budget(150.0), n, d)
@@ -375,3 +383,39 @@ def test_eigenpro_without_a_pace_model_guards_the_time_by_measured_epochs(cls, m
     # a fixed count keeps upstream's behaviour: no guard
     fixed = make(cls, "regression", epochs=5)
     assert "epoch_guard_s" not in fixed.plan(budget(100.0), 20_000, 10)
+
+
+def test_falkons_pace_times_falkons_own_routine():
+    """Falkon's plans time GaussianKernel.dmmv itself (baselines.falkon_pace): a plausible, cached number,
+    and bad probe sizes are refused before anything runs."""
+    pytest.importorskip("falkon")
+    first = falkon_pace.falkon_entry_seconds(10, "float64", 1, 16 << 20)
+    assert 1e-11 < first < 1e-6
+    assert falkon_pace.falkon_entry_seconds(10, "float64", 1, 16 << 20) == first
+    for bad in ((0, "float64", 1, 1 << 20), (10, "float16", 1, 1 << 20), (10, "float64", 1, 0)):
+        with pytest.raises(ValueError):
+            falkon_pace.falkon_entry_seconds(*bad)
+    adapter = make(FalkonAdapter, "regression")
+    assert adapter._entry_pace(10) == (falkon_pace.falkon_entry_seconds(10, "float64", adapter.n_threads, 16 << 20, "no"),
+                                       "measured: Falkon's GaussianKernel.dmmv, the fit's block size")
+
+
+def test_askotch_is_refused_when_one_pass_cannot_end_within_the_fits_share(fixed_pace):
+    """ASkotch's time limit stops it within a step, but a fit short of one pass (n^2 + n b kernel entries)
+    leaves most blocks untouched: full HEPC (3.4e12 entries at 10 ns, at least 17,000 s at 2x the pace) is
+    refused against the fit's 75 s (it used to run its whole 150 s limit to end ``timeout``), with a max_time
+    option too; 20,000 rows (4e8 entries, 2 s) are planned."""
+    from baselines.askotch import ASkotchAdapter
+    from baselines.base import GEMM_MARGIN, BudgetError
+
+    n, d = HEPC
+    adapter = make(ASkotchAdapter, "regression")
+    b = n // 100
+    least = (float(n) * n + float(n) * b) * PACE / GEMM_MARGIN
+    with pytest.raises(BudgetError, match=r"not started: the least work .* at least %d s .* fit's 75 s" % round(least)):
+        adapter.plan(budget(150.0), n, d)
+    with pytest.raises(BudgetError, match="least work"):
+        make(ASkotchAdapter, "regression", max_time=30.0).plan(budget(150.0), n, d)
+    plan = make(ASkotchAdapter, "regression").plan(budget(150.0), 20_000, d)
+    assert plan["time_limit_s"] == FIT_TIME_SHARE * 150.0
+    assert "time_limit_s" not in make(ASkotchAdapter, "regression").plan(budget(None), n, d)  # no time: planned

@@ -1,0 +1,81 @@
+"""How fast Falkon's own kernel routine runs on this CPU: the pace its time-aware plans size M by.
+
+A Falkon CG iteration is one ``GaussianKernel.dmmv`` over the ``n x M``
+kernel (``K_nM^T (K_nM v)`` in one sweep of blocks: the distances as a GEMM,
+the ``exp``, two products). The generic probe of :mod:`baselines.pace`
+(torch ``cdist``, ``exp`` and a product) is 3-4x slower per entry than
+Falkon's blocked routine here (2-core machine, float64, 2 threads, d = 10:
+``dmmv`` 1.8 ns per entry against the probe's 6.3 ns), and sized Falkon's M
+3-4x too small on full HEPC (M = 151: predicted 74.6 s, fit 12-17 s). So
+Falkon's plans time Falkon's routine itself, with the fit's options.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+
+from .pace import PROBE_CENTRES, PROBE_ELEMENTS, PROBE_ROWS, _check_probe
+
+__all__ = ["falkon_entry_seconds"]
+
+
+@functools.lru_cache(maxsize=16)
+def falkon_entry_seconds(d: int, dtype: str, threads: int, max_cpu_mem: int, keops: str = "no",
+                         repeats: int = 3) -> float:
+    """Seconds per kernel entry of Falkon's ``GaussianKernel.dmmv`` on this CPU, measured.
+
+    Times ``kernel.dmmv(X, Z, v, None)`` (``K^T (K v)``, one CG iteration's
+    work per entry) on a ``PROBE_ROWS x PROBE_CENTRES`` block of
+    standard-normal data in ``d`` dimensions (fewer rows on wide data, as
+    :func:`baselines.pace.kernel_entry_seconds`), CPU only, with the fit's
+    ``max_cpu_mem`` and ``keops_active``, and keeps the fastest of
+    ``repeats`` runs. Cached per process and arguments (0.05-0.3 s the
+    first time).
+
+    Parameters
+    ----------
+    d : int
+        Features (>= 1).
+    dtype : {"float32", "float64"}
+    threads : int
+        Torch threads during the measurement (the trial's).
+    max_cpu_mem : int
+        Falkon's ``max_cpu_mem`` in bytes (its block size).
+    keops : {"no", "auto", "force"}, default "no"
+        Falkon's ``keops_active``.
+    repeats : int, default 3
+
+    Returns
+    -------
+    float
+        Seconds per row x centre entry (about 1.8e-9 in float64 and 1.0e-9
+        in float32 at d = 10 on 2 cores of the development machine).
+
+    Raises
+    ------
+    ValueError
+        On ``d``, ``threads``, ``max_cpu_mem`` or ``repeats`` below 1, or another dtype.
+    """
+    _check_probe(dtype, d=d, threads=threads, max_cpu_mem=max_cpu_mem, repeats=repeats)
+    import torch
+    from falkon import FalkonOptions
+    from falkon.kernels import GaussianKernel
+
+    from .threads import torch_threads
+
+    gen = torch.Generator().manual_seed(0)
+    tdtype = getattr(torch, dtype)
+    rows = max(1024, min(PROBE_ROWS, PROBE_ELEMENTS // d))
+    X = torch.randn(rows, d, generator=gen, dtype=tdtype)
+    Z = torch.randn(PROBE_CENTRES, d, generator=gen, dtype=tdtype)
+    v = torch.randn(PROBE_CENTRES, 1, generator=gen, dtype=tdtype)
+    opt = FalkonOptions(use_cpu=True, keops_active=keops, max_cpu_mem=float(max_cpu_mem))
+    kernel = GaussianKernel(sigma=float(d) ** 0.5, opt=opt)
+    best = float("inf")
+    with torch_threads(threads), torch.inference_mode():
+        for _ in range(repeats):
+            t = time.perf_counter()
+            kernel.dmmv(X, Z, v, None).sum().item()
+            best = min(best, time.perf_counter() - t)
+    return best / (rows * PROBE_CENTRES)
