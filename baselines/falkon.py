@@ -508,18 +508,9 @@ class FalkonAdapter(FalkonFamily):
     name = "falkon"
     losses = {"regression": ("squared",), "binary": ("squared",), "multiclass": ("squared",)}
     option_defaults = {**FalkonFamily.common_options, "maxiter": 20, "max_cg_iter": 100}
-    option_kinds = {**FalkonFamily.option_kinds, "max_cg_iter": "int"}
+    #: checked by the base class (:func:`baselines.validation.check_int_option`)
+    int_options = {"maxiter": (1, None), "max_cg_iter": (1, "one run of maxiter iterations")}
     signal = "training error per CG iteration (Falkon error_fn callback)"
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        for key in ("maxiter", "max_cg_iter"):
-            value = self.options[key]
-            if value is None and key == "max_cg_iter":
-                continue
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{self.name}: option {key} must be an integer >= 1"
-                                 f"{' or None' if key == 'max_cg_iter' else ''}, got {value!r}")
 
     def _fit(self, X: np.ndarray, target: np.ndarray) -> None:
         from falkon import Falkon

@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import time
 
-from .pace import PROBE_CENTRES, PROBE_ELEMENTS, PROBE_ROWS, _check_probe
+from .pace import PROBE_CENTRES, _check_probe, probe_block
 
 __all__ = ["falkon_entry_seconds"]
 
@@ -64,12 +64,8 @@ def falkon_entry_seconds(d: int, dtype: str, threads: int, max_cpu_mem: int, keo
 
     from .threads import torch_threads
 
-    gen = torch.Generator().manual_seed(0)
-    tdtype = getattr(torch, dtype)
-    rows = max(1024, min(PROBE_ROWS, PROBE_ELEMENTS // d))
-    X = torch.randn(rows, d, generator=gen, dtype=tdtype)
-    Z = torch.randn(PROBE_CENTRES, d, generator=gen, dtype=tdtype)
-    v = torch.randn(PROBE_CENTRES, 1, generator=gen, dtype=tdtype)
+    X, Z, v = probe_block(d, dtype)
+    rows = X.shape[0]
     opt = FalkonOptions(use_cpu=True, keops_active=keops, max_cpu_mem=float(max_cpu_mem))
     kernel = GaussianKernel(sigma=float(d) ** 0.5, opt=opt)
     best = float("inf")

@@ -46,6 +46,25 @@ def _check_probe(dtype: str, **sizes: int) -> None:
         raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype!r}")
 
 
+def probe_block(d: int, dtype: str) -> tuple:
+    """The timed block's inputs: rows ``X``, centres ``Z`` and a vector ``v`` of standard-normal torch tensors.
+
+    ``X`` has shape ``(rows, d)`` with ``rows = max(1024, min(PROBE_ROWS,
+    PROBE_ELEMENTS // d))`` (at most ~32 MiB of float64 inputs whatever
+    ``d``), ``Z`` ``(PROBE_CENTRES, d)``, ``v`` ``(PROBE_CENTRES, 1)``, all
+    of ``dtype`` ("float32" or "float64", checked by the callers), drawn
+    with seed 0 so that every probe times the same numbers.
+    """
+    import torch
+
+    gen = torch.Generator().manual_seed(0)
+    tdtype = getattr(torch, dtype)
+    rows = max(1024, min(PROBE_ROWS, PROBE_ELEMENTS // d))
+    return (torch.randn(rows, d, generator=gen, dtype=tdtype),
+            torch.randn(PROBE_CENTRES, d, generator=gen, dtype=tdtype),
+            torch.randn(PROBE_CENTRES, 1, generator=gen, dtype=tdtype))
+
+
 @functools.lru_cache(maxsize=16)
 def kernel_entry_seconds(d: int, dtype: str, threads: int, repeats: int = 3) -> float:
     """Seconds per kernel entry of one Gaussian block times a vector, measured on this CPU.
@@ -82,12 +101,8 @@ def kernel_entry_seconds(d: int, dtype: str, threads: int, repeats: int = 3) -> 
 
     from .threads import torch_threads
 
-    gen = torch.Generator().manual_seed(0)
-    tdtype = getattr(torch, dtype)
-    rows = max(1024, min(PROBE_ROWS, PROBE_ELEMENTS // d))  # at most ~32 MiB of inputs whatever d
-    X = torch.randn(rows, d, generator=gen, dtype=tdtype)
-    Z = torch.randn(PROBE_CENTRES, d, generator=gen, dtype=tdtype)
-    v = torch.randn(PROBE_CENTRES, 1, generator=gen, dtype=tdtype)
+    X, Z, v = probe_block(d, dtype)
+    rows = X.shape[0]
     best = float("inf")
     with torch_threads(threads), torch.inference_mode():
         for _ in range(repeats):

@@ -102,13 +102,12 @@ class Planning:
         flops, time_s = chosen.get("work_flops"), budget.time_s
         if self.on_gpu or time_s is None or not flops or flops / RATE_CEILING <= 0.1 * time_s:
             return
-        capped = any(self.options.get(cap) not in (None, -1) for cap in WORK_CAPS) or (
-            chosen.get("time_limit_s") is not None and self._least_work_entries(n, d, chosen) is not None)
-        entries = self._work_entries(n, d, chosen)
-        if capped:  # an option or the plan's time limit stops the fit early: only its least work is owed
-            least_entries = self._least_work_entries(n, d, chosen)
-            if least_entries is None:
-                return  # SMO's max_iter, Joker's max_time: any prefix of the work is a fit
+        least_entries = self._least_work_entries(n, d, chosen)
+        option_cap = any(self.options.get(cap) not in (None, -1) for cap in WORK_CAPS)
+        if option_cap and least_entries is None:
+            return  # SMO's max_iter, Joker's max_time: any prefix of the work is a fit
+        if least_entries is not None and (option_cap or chosen.get("time_limit_s") is not None):
+            # an option or the plan's time limit stops the fit early: only its least work is owed
             pace, timed = self._entry_pace(d)
             least, share = least_entries * pace / GEMM_MARGIN, FIT_TIME_SHARE * time_s
             if least > share:
@@ -121,6 +120,7 @@ class Planning:
         from .pace import gemm_flop_seconds
 
         dtype = self.dtype if self.dtype in ("float32", "float64") else "float64"
+        entries = self._work_entries(n, d, chosen)
         if entries:
             pace, timed = self._entry_pace(d)
             least = entries * pace / GEMM_MARGIN

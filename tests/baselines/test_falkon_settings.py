@@ -160,3 +160,15 @@ def test_eigenpro_default_epochs_end_at_the_plateau_rule(method, data):
     # the loss is EigenPro's objective on the training rows (all 600 < CHECK_ROWS), for the model returned
     signs = np.where(adapter._encode_y(y, len(y)) > 0, 1.0, -1.0)
     assert losses[-1] == pytest.approx(np.mean((adapter.decision_function(X) - signs) ** 2), rel=1e-4)
+
+
+@pytest.mark.parametrize("key,value", [("max_cg_iter", 0), ("max_cg_iter", 2.5), ("max_cg_iter", True),
+                                       ("maxiter", None), ("maxiter", 0), ("maxiter", "20")])
+def test_falkon_cg_counts_are_checked(key, value):
+    """maxiter and max_cg_iter: integers >= 1 (max_cg_iter None: one run), refused with the option's name."""
+    from baselines.falkon import FalkonAdapter
+
+    with pytest.raises(ValueError, match=key):
+        FalkonAdapter(task="regression", loss="squared", sigma=1.0, lam=1.0, **{key: value})
+    assert FalkonAdapter(task="regression", loss="squared", sigma=1.0, lam=1.0, max_cg_iter=None).options[
+        "max_cg_iter"] is None
