@@ -16,7 +16,7 @@ from typing import Any
 from .budget import Budget, budget_error
 from .errors import BudgetError
 
-__all__ = ["FIT_TIME_SHARE", "GEMM_MARGIN", "MIN_TIMED_SIZE", "RATE_CEILING", "WORK_CAPS", "Planning"]
+__all__ = ["FIT_TIME_SHARE", "GEMM_MARGIN", "MIN_TIMED_SIZE", "RATE_CEILING", "WORK_CAPS", "Planning", "min_time"]
 
 #: Share of the seconds left (``Budget.time_s``) that a time-aware CPU plan gives its predicted fit;
 #: the rest is for prediction, the post-fit checks and the cost model's own error (measured within 20-40%).
@@ -36,6 +36,17 @@ GEMM_MARGIN = 2.0
 RATE_CEILING = 1e12
 #: Options that stop a fit before its stated work (no refusal when one is set to other than None or -1).
 WORK_CAPS = ("max_iter", "max_time")
+
+
+def min_time(option: float | None, planned: float | None) -> float | None:
+    """The fit's ``max_time``: the smaller of the option and the plan's ``time_limit_s`` (None when both are None).
+
+    The adapters whose solvers stop on a clock (ASkotch, SODM, the low-rank
+    IPM) pass it on, so that the shared time rule (:meth:`Planning._time_limit`)
+    ends their fits, not the trial's wall-clock limit.
+    """
+    times = [float(t) for t in (option, planned) if t is not None]
+    return min(times) if times else None
 
 
 class Planning:

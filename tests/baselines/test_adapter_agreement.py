@@ -340,3 +340,34 @@ def test_a_wrong_torchkm_map_breaks_the_equality(wrong, problem, libsvm_svc, mon
     attr, fn = TORCHKM_WRONG[wrong]
     monkeypatch.setattr(baselines.torchkm, attr, fn)
     assert _relative(_torchkm_svc(problem), libsvm_svc) > 10 * TORCHKM_RTOL
+
+
+def test_askotch_clock_stops_so_that_the_final_residual_ends_in_time(monkeypatch):
+    """Steps of 1 s, 10 steps a pass, max_time 40 s: before any evaluation the residual is priced at 1.5 passes
+    (15 s), so the fit stops after step 24 (24 + 1 + 15 = 40); once an evaluation measured 2 s, the stop moves to
+    the step after which one more step and 2 s still fit."""
+    from baselines import askotch
+
+    now = [0.0]
+    monkeypatch.setattr(askotch.time, "perf_counter", lambda: now[0])
+    clock = askotch._EvalAwareClock(40.0, steps_per_pass=10, t0=0.0)
+    stops = []
+    for step in range(1, 40):
+        now[0] += 1.0
+        if clock.after_step():
+            stops.append(step)
+            break
+    assert stops == [24]
+    clock = askotch._EvalAwareClock(40.0, steps_per_pass=10, t0=0.0)
+    for step in range(1, 11):
+        now[0] = float(step)
+        assert not clock.after_step()
+    now[0] += 2.0  # an evaluation of 2 s after step 10
+    clock.evaluated(2.0)
+    for step in range(11, 40):
+        now[0] += 1.0
+        if clock.after_step():
+            break
+    # after step s the clock reads s + 2; it stops when s + 2 + 1 + 2 >= 40, at s = 35
+    assert step == 35
+    assert askotch._EvalAwareClock(None, 10, 0.0).after_step() is False
