@@ -26,6 +26,7 @@ import warnings
 from typing import Any
 
 from .base import Adapter, Budget, torch_threads
+from .planning import min_time
 
 __all__ = ["IPMLowRankAdapter", "ipm_lowrank_bytes"]
 
@@ -67,7 +68,8 @@ class IPMLowRankAdapter(Adapter):
         Relative duality gap and residuals to stop at.
     max_iter : int, default 200
     max_time : float or None, default None
-        Seconds.
+        Seconds of IPM iterations (checked after each); on the CPU at most the plan's
+        ``time_limit_s`` (the shared rule, :func:`baselines.planning.min_time`).
     """
 
     name = "ipm-lowrank"
@@ -97,6 +99,9 @@ class IPMLowRankAdapter(Adapter):
         k = next((k for k in ks if ipm_lowrank_bytes(n, d, k, dsz) <= limit), ks[-1])
         timed = self._time_rank(budget, n, [c for c in ks if c <= k]) if not fixed else {}
         k = timed.pop("k", k)
+        limit = self._time_limit(budget)
+        if limit is not None:  # the fit's max_time (the IPM stops after the iteration that passes it)
+            timed.setdefault("time_limit_s", limit[0])
         return {"n_components": k, "est_bytes": ipm_lowrank_bytes(n, d, k, dsz), **timed}
 
     def _time_rank(self, budget: Budget, n: int, ks: list[int]) -> dict[str, Any]:
@@ -129,7 +134,8 @@ class IPMLowRankAdapter(Adapter):
         model = LowRankIPMClassifier(lam=self.lam, kernel=self.kernel, sigma=self.sigma,
                                      n_components=min(int(self.plan_["n_components"]), n),
                                      factor=o["factor"], fit_intercept=bool(o["fit_intercept"]), tol=o["tol"],
-                                     max_iter=o["max_iter"], max_time=o["max_time"], device=self.device,
+                                     max_iter=o["max_iter"], max_time=min_time(o["max_time"], self.plan_.get("time_limit_s")),
+                                     device=self.device,
                                      dtype=self.dtype, random_state=self.seed)
         if self.checkpoint_hook is not None:  # each Newton step's iterate, scored by the harness (issue 42)
             self.model_ = model

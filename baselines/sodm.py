@@ -39,6 +39,7 @@ import numpy as np
 from .base import Adapter, Budget, torch_threads
 from .joker_solver import (MIN_BLOCK, MIN_COMPONENTS, _halvings, joker_cache_plan, joker_exact_bytes,
                            joker_inexact_bytes)
+from .planning import min_time
 
 __all__ = ["SODMAdapter", "sodm_bytes"]
 
@@ -121,6 +122,16 @@ class SODMAdapter(Adapter):
         return int(jobs) if jobs is not None else self.n_threads
 
     def _plan(self, budget: Budget, n: int, d: int) -> dict[str, Any]:
+        plan = self._memory_plan(budget, n, d)
+        limit = self._time_limit(budget)  # the shared rule (CPU): the whole fit stops at FIT_TIME_SHARE of the seconds
+        if limit is not None:
+            plan["time_limit_s"] = float(limit[0])
+            plan["time_reason"] = (f"max_time = {limit[0]:.0f} s for the whole fit ({limit[1]}): each level's solves an "
+                                   f"equal share of what is left, the final level the rest")
+        return plan
+
+    def _memory_plan(self, budget: Budget, n: int, d: int) -> dict[str, Any]:
+        """Block size, random features and cache within the memory budget (module docstring)."""
         dsz, o = self.dtype_bytes, self.options
         limit = budget.gpu_bytes if self.on_gpu else budget.host_bytes
         L, S, jobs = int(o["levels"]), int(o["n_landmarks"]), self._jobs()
@@ -159,7 +170,7 @@ class SODMAdapter(Adapter):
                       kernel=self.kernel, n_components=p["n_components"], block_size=int(p["block_size"]),
                       cache_size=p["cache_size"] if p.get("cache_size") is not None else 0.0,
                       tol=float(o["tol"]), kkt_tol=o["kkt_tol"], max_epochs=int(o["max_epochs"]),
-                      max_time=o["max_time"], dtype=self.dtype, device=self.device,
+                      max_time=min_time(o["max_time"], p.get("time_limit_s")), dtype=self.dtype, device=self.device,
                       solver_options=o["solver_options"], random_state=self.seed)
         for key in ("odm_theta", "odm_upsilon"):
             if o[key] is not None:

@@ -42,6 +42,10 @@ from ..solver import DEFAULTS
 from .parallel import dask_client, map_level
 from .partition import greedy_landmarks, nearest_landmark, stratified_split
 
+#: Least ``max_time`` (seconds) a solve is given when ``max_time`` bounds the fit and little is left: the final
+#: level still runs at least its first block steps and reports its certificate.
+MIN_FINAL_SECONDS = 1e-3
+
 __all__ = ["SODMClassifier", "solve_partition"]
 
 
@@ -123,8 +127,12 @@ class SODMClassifier(BinaryClassifierMixin, BaseEstimator):
         uses the estimator's own "auto". No effect with random features.
     block_size, tol, kkt_tol, max_epochs, max_time, dtype, device, solver_options
         As in :class:`joker.JokerClassifier`; ``tol``/``kkt_tol`` apply to the
-        final level, ``max_epochs`` to every solve, ``max_time`` (seconds)
-        to the final level.
+        final level, ``max_epochs`` to every solve. ``max_time`` (seconds,
+        None: no limit) bounds the whole fit: each partition level's solves
+        get an equal share of the seconds left per level still to run (the
+        final level included), divided by the rounds a level needs when it
+        has more partitions than workers; the final level gets what is left
+        (at least ``MIN_FINAL_SECONDS``).
     random_state : int, default 0
         Seeds the first landmark, the split and every solve.
 
@@ -255,6 +263,7 @@ class SODMClassifier(BinaryClassifierMixin, BaseEstimator):
             del Xt
             self.partition_ = stratified_split(strata, Y, 2 ** L, seed=int(self.random_state))
         self.history_ = []
+        self._deadline = None if self.max_time is None else t0 + float(self.max_time)
         beta = None  # lam_p * alpha of every point (level-invariant scale), after the last level
         client = dask_client(self.scheduler) if (self.scheduler is not None and L > 0) else None
         try:
@@ -264,7 +273,8 @@ class SODMClassifier(BinaryClassifierMixin, BaseEstimator):
             if client is not None:
                 client.close()
         lam = float(self.lam)
-        self.model_ = JokerClassifier(**self._joker_params(lam, self.tol, self.kkt_tol, self.max_time))
+        final_time = None if self._deadline is None else max(MIN_FINAL_SECONDS, self._deadline - time.perf_counter())
+        self.model_ = JokerClassifier(**self._joker_params(lam, self.tol, self.kkt_tol, final_time))
         t_level = time.perf_counter()
         hook = getattr(self, "epoch_callback", None)  # not a parameter (anytime curves): the final level's certificates
         if hook is not None:
@@ -283,6 +293,19 @@ class SODMClassifier(BinaryClassifierMixin, BaseEstimator):
         self.fit_time_ = time.perf_counter() - t0
         return self
 
+    def _level_seconds(self, level, share):
+        """``max_time`` of each partition solve of ``level`` (None without a deadline).
+
+        What is left until the deadline, split equally over this level and
+        the ``level`` still to run after it (the final one included), then
+        over the ``ceil(2^level / share)`` rounds of ``share`` concurrent solves.
+        """
+        if self._deadline is None:
+            return None
+        rounds = -(-(2 ** level) // max(1, int(share)))
+        left = max(0.0, self._deadline - time.perf_counter())
+        return max(MIN_FINAL_SECONDS, left / (level + 1) / rounds)
+
     def _run_level(self, X, Y, level, beta, n, client):
         """Solve the 2^level partitions of one level from the merged duals ``beta``; return the new beta."""
         t0 = time.perf_counter()
@@ -298,7 +321,7 @@ class SODMClassifier(BinaryClassifierMixin, BaseEstimator):
             idx = np.flatnonzero(groups == g)
             lam_g = float(self.lam) * len(idx) / n
             alpha0 = None if beta is None else beta[idx] / lam_g
-            params = self._joker_params(lam_g, self.local_tol, None, None, share)
+            params = self._joker_params(lam_g, self.local_tol, None, self._level_seconds(level, share), share)
             tasks.append((X[idx], Y[idx], alpha0, params, int(self.threads_per_job)))
             rows.append((idx, lam_g))
         results = map_level(solve_partition, tasks, n_jobs=int(self.n_jobs), client=client)

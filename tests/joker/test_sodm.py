@@ -185,3 +185,31 @@ def test_a_bad_cache_size_is_a_one_line_error(bad):
     X, y = _binary(n=100)
     with pytest.raises(ValueError, match="cache_size must be"):
         SODMClassifier(levels=1, n_jobs=1, cache_size=bad).fit(X, y)
+
+
+def test_max_time_bounds_the_whole_fit_level_by_level(monkeypatch):
+    """max_time is the whole fit's deadline: with a clock that gains 1 s per solve's parameters, levels 2 and 1
+    and the final one get (left) / (levels still to run) / (rounds of the level's solves), the final level what is
+    left; a fit without max_time gives no solve a limit."""
+    from joker.sodm import driver
+
+    X, y = _binary(n=400, seed=1)
+    clock = [0.0]
+    monkeypatch.setattr(driver.time, "perf_counter", lambda: clock[0])
+    given = []
+    original = SODMClassifier._joker_params
+
+    def spy(self, lam, tol, kkt_tol, max_time, share=1):
+        given.append(max_time)
+        clock[0] += 1.0  # one second passes per solve set up
+        return original(self, lam, tol, kkt_tol, max_time, share)
+
+    monkeypatch.setattr(SODMClassifier, "_joker_params", spy)
+    s = SODMClassifier(levels=2, n_jobs=1, sigma=1.5, lam=1.0, tol=1e-3, max_time=100.0).fit(X, y)
+    # level 2: 4 partitions, 1 worker: 4 rounds over 3 levels left: solves at t = 0, 1, 2, 3 -> (100 - t) / 3 / 4;
+    # level 1: 2 partitions at t = 4, 5 -> (100 - t) / 2 / 2; the final level at t = 6 -> 94
+    assert given == pytest.approx([100 / 12, 99 / 12, 98 / 12, 97 / 12, 96 / 4, 95 / 4, 94.0])
+    assert s.model_.max_time == pytest.approx(94.0)
+    given.clear()
+    SODMClassifier(levels=1, n_jobs=1, sigma=1.5, lam=1.0, tol=1e-3).fit(X, y)
+    assert given == [None, None, None]
