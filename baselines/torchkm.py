@@ -61,6 +61,7 @@ import numpy as np
 
 from .base import Adapter, Budget, capture_output, torch_threads
 from .conventions import torchkm_rbf_sigma, torchkm_ulam
+from .torchkm_pace import PASS_FACTOR, PASS_VECTOR_OPS
 
 __all__ = ["TorchKMAdapter", "torchkm_exact_bytes", "torchkm_nystrom_bytes", "torchkm_plan"]
 
@@ -70,6 +71,9 @@ F64 = 8
 PREDICT_BLOCK_BYTES = 64 << 20
 #: Smallest Nystrom size the plan goes down to.
 MIN_LANDMARKS = 64
+#: Passes a time-capped Nystrom plan wants at least before it halves its landmarks and rank for time: the
+#: hinge solver's eight smoothing levels share them, each needing some passes (a judgment, not a measurement).
+MIN_TIMED_PASSES = 100
 
 
 def torchkm_exact_bytes(n: int, d: int) -> int:
@@ -194,6 +198,53 @@ class TorchKMAdapter(Adapter):
                                        f"{eig_s:.3g} s) exceeds {time_limit[1]}, {time_limit[0]:.0f} s: Nystrom, "
                                        f"{plan['num_landmarks']} landmarks, rank {plan['nys_k']} (TorchKM picks its "
                                        "own bandwidth there)")
+        if time_limit is not None:
+            plan = self._time_passes(plan, n, d, time_limit)
+        return plan
+
+    def _time_passes(self, plan: dict[str, Any], n: int, d: int, time_limit: tuple[float, str]) -> dict[str, Any]:
+        """The shared time rule for a solver without a clock: ``max_iter`` (TorchKM's ``maxit``) from a price per pass.
+
+        TorchKM's fit and its cross-validation folds share ``maxit`` passes
+        each at most, so a fit is predicted at ``setup + 2 maxit pass``
+        seconds (:mod:`baselines.torchkm_pace`, measured paces). The plan
+        takes the largest ``maxit`` (at most the option ``max_iter``) that
+        fits the limit; in Nystrom mode it first halves the landmarks and the
+        rank (as for memory) while fewer than :data:`MIN_TIMED_PASSES` passes
+        would fit. A fit that uses them all stops with TorchKM's ``jerr``
+        (reported in the convergence reason), not at the trial's limit.
+        """
+        from .pace import gemm_flop_seconds
+        from .torchkm_pace import SETUP_FACTOR, stream_pace, torchkm_pass_seconds, torchkm_setup_seconds
+
+        pace, gemm = stream_pace(self.n_threads), gemm_flop_seconds("float64", self.n_threads)
+        cap = int(self.options["max_iter"])
+
+        def price(p: dict[str, Any]) -> tuple[float, float, int]:
+            if p["mode"] == "exact":  # the kernel at the GEMM pace, its eigh at the measured one; passes over K
+                setup = SETUP_FACTOR * (2.0 * n * n * d * gemm + float(n) ** 3 * pace.eigh_s)
+                one = torchkm_pass_seconds(n, n, pace)
+            else:
+                setup = torchkm_setup_seconds(n, d, p["num_landmarks"], p["nys_k"], pace, gemm)
+                one = torchkm_pass_seconds(n, p["nys_k"], pace)
+            return setup, one, max(1, min(cap, int((time_limit[0] - setup) / (2.0 * one))))
+
+        setup, one, passes = price(plan)
+        while plan["mode"] == "nystrom" and passes < min(cap, MIN_TIMED_PASSES) and plan["num_landmarks"] > MIN_LANDMARKS:
+            L = max(MIN_LANDMARKS, plan["num_landmarks"] // 2)
+            plan = {**plan, "num_landmarks": L, "nys_k": max(1, min(L, plan["nys_k"] // 2))}
+            plan["est_bytes"] = int(torchkm_nystrom_bytes(n, d, L, plan["nys_k"]))
+            plan["plan_reason"] += f"; halved to {L} landmarks, rank {plan['nys_k']} for time"
+            setup, one, passes = price(plan)
+        predicted = setup + 2.0 * passes * one
+        fits = predicted <= time_limit[0]
+        plan.update({
+            "max_iter": passes, "time_limit_s": time_limit[0], "predicted_fit_s": predicted,
+            "time_reason": (f"max_iter <= {passes}: set-up {setup:.3g} s + 2 x {passes} passes (fit and CV folds) "
+                            f"x {one:.3g} s ({PASS_FACTOR:g} x two GEMVs over n x {'n' if plan['mode'] == 'exact' else 'k'} "
+                            f"and {PASS_VECTOR_OPS} n-vector ops at measured paces) = {predicted:.3g} s, "
+                            f"{'within' if fits else 'still over'} {time_limit[1]}"
+                            + ("" if passes < cap else f"; the option max_iter = {cap} is the cap"))})
         return plan
 
     def _work(self, n: int, d: int, plan: dict[str, Any]) -> tuple[float, str] | None:
@@ -215,7 +266,8 @@ class TorchKMAdapter(Adapter):
         y = torch.from_numpy(target.astype(np.float64))
         foldid = torch.from_numpy(np.random.default_rng(self.seed).permutation(n) % 2 + 1)
         o = self.options
-        common = dict(y=y, nlam=1, ulam=ulam, foldid=foldid, nfolds=2, eps=float(o["eps"]), maxit=int(o["max_iter"]),
+        maxit = int(self.plan_.get("max_iter") or o["max_iter"])  # the plan's time cap (_time_passes), else the option
+        common = dict(y=y, nlam=1, ulam=ulam, foldid=foldid, nfolds=2, eps=float(o["eps"]), maxit=maxit,
                       gamma=float(o["solver_gamma"]), KKTeps=float(o["kkt_tol"]), device=dev)
         self._Xtr = torch.from_numpy(np.ascontiguousarray(X, dtype=np.float64))
         forked = [torch.device(self.device).index or 0] if self.on_gpu else []
@@ -303,6 +355,7 @@ class TorchKMAdapter(Adapter):
                f"(KKTeps = {self.options['kkt_tol']:g})") if self._converged is not None else \
             f"TorchKM's Nystrom solver reports no convergence flag ({self._npass} passes)"
         if self._jerr:
-            why += f"; TorchKM jerr = {self._jerr} (maxit = {self.options['max_iter']} passes reached)"
+            maxit = (self.plan_ or {}).get("max_iter") or self.options["max_iter"]
+            why += f"; TorchKM jerr = {self._jerr} (maxit = {maxit} passes reached: the plan's time cap or max_iter)"
         return {"converged": self._converged, "reason": why, "final": None, "n_iter": self._npass,
                 "history": list(self._history)}

@@ -12,7 +12,7 @@ import math
 
 import pytest
 
-from baselines import falkon_pace, pace
+from baselines import falkon_pace, pace, torchkm_pace
 from baselines.base import CHECK_ROWS
 from baselines.base import FIT_TIME_SHARE, MIN_TIMED_SIZE, Budget
 from baselines.eigenpro3 import EigenPro3Adapter
@@ -22,6 +22,8 @@ from baselines.logfalkon import LogFalkonAdapter
 
 PACE = 1e-8
 HEPC = (1_844_332, 10)
+#: TorchKM's paces, fixed: 0.02 ns per GEMV element, 0.2 ns per vector element, 0.1 ns per m^3 of eigh
+STREAM = torchkm_pace.StreamPace(2e-11, 2e-10, 1e-10)
 
 
 @pytest.fixture
@@ -153,20 +155,24 @@ def test_every_plan_records_the_one_shared_budget(fixed_pace, monkeypatch):
     from baselines.ipm_lowrank import IPMLowRankAdapter
     from baselines.joker_solver import JokerExactAdapter, JokerInexactAdapter
     from baselines.libsvm import LibSVMAdapter
+    from baselines.sodm import SODMAdapter
+    from baselines.torchkm import TorchKMAdapter
 
     monkeypatch.setattr(pace, "gemm_flop_seconds", lambda dtype, threads: 1e-10)
+    monkeypatch.setattr(torchkm_pace, "stream_pace", lambda threads: STREAM)
     n, d = 49_990, 22
     plans = {cls.name: make(cls, "binary").plan(budget(150.0), n, d)
              for cls in (FalkonAdapter, LogFalkonAdapter, EigenPro3Adapter, EigenPro4Adapter, IPMLowRankAdapter,
-                         JokerExactAdapter, JokerInexactAdapter, LibSVMAdapter)}
+                         JokerExactAdapter, JokerInexactAdapter, LibSVMAdapter, SODMAdapter, TorchKMAdapter)}
     for name, plan in plans.items():
         assert (plan["time_budget_s"], plan["fit_time_share"], plan["budget_bytes"]) == (150.0, FIT_TIME_SHARE,
                                                                                          4096 << 20), name
         if "predicted_fit_s" in plan:
             assert plan["time_limit_s"] == FIT_TIME_SHARE * 150.0, name
             assert plan["predicted_fit_s"] <= plan["time_limit_s"], name
-    assert {"falkon", "logfalkon", "eigenpro3", "eigenpro4", "ipm-lowrank", "joker-inexact"} <= {
+    assert {"falkon", "logfalkon", "eigenpro3", "eigenpro4", "ipm-lowrank", "joker-inexact", "torchkm"} <= {
         name for name, plan in plans.items() if "predicted_fit_s" in plan}
+    assert plans["sodm"]["time_limit_s"] == FIT_TIME_SHARE * 150.0  # its fit's max_time (no size to lower)
 
 
 def test_joker_inexact_m_is_sized_by_the_same_rule(fixed_pace):
@@ -419,3 +425,55 @@ def test_askotch_is_refused_when_one_pass_cannot_end_within_the_fits_share(fixed
     plan = make(ASkotchAdapter, "regression").plan(budget(150.0), 20_000, d)
     assert plan["time_limit_s"] == FIT_TIME_SHARE * 150.0
     assert "time_limit_s" not in make(ASkotchAdapter, "regression").plan(budget(None), n, d)  # no time: planned
+
+
+def test_torchkm_max_iter_is_the_most_passes_that_fit_the_shared_time(monkeypatch):
+    """Nystrom on full ijcnn1 (n = 49,990, d = 22, L = 2,000, k = 1,000) at fixed paces (GEMM 1e-11 s per flop):
+    set-up = SETUP_FACTOR x (eigh (L^3 + (k+1)^3) + GEMM flops 2 n L d + 2 n L k + 2 n k^2); a pass = PASS_FACTOR x
+    (2 n k GEMV elements + 30 n vector elements); max_iter = floor((75 - set-up) / (2 pass)). A tighter budget
+    halves L and k while fewer than MIN_TIMED_PASSES passes fit."""
+    from baselines.torchkm import MIN_TIMED_PASSES, TorchKMAdapter
+    from baselines.torchkm_pace import PASS_FACTOR, SETUP_FACTOR
+
+    monkeypatch.setattr(pace, "gemm_flop_seconds", lambda dtype, threads: 1e-11)
+    monkeypatch.setattr(torchkm_pace, "stream_pace", lambda threads: STREAM)
+    n, d, L, k = 49_990, 22, 2000, 1000
+    setup = SETUP_FACTOR * ((L ** 3 + (k + 1) ** 3) * 1e-10 + (2 * n * L * d + 2 * n * L * k + 2 * n * k * k) * 1e-11)
+    one = PASS_FACTOR * (2 * n * k * 2e-11 + 30 * n * 2e-10)
+    plan = make(TorchKMAdapter, "binary").plan(budget(150.0), n, d)
+    assert (plan["mode"], plan["num_landmarks"], plan["nys_k"]) == ("nystrom", L, k)
+    assert plan["max_iter"] == int((75.0 - setup) / (2 * one)) == 2918
+    assert plan["predicted_fit_s"] == pytest.approx(setup + 2 * 2918 * one) and plan["predicted_fit_s"] <= 75.0
+    assert "max_iter <= 2918" in plan["time_reason"]
+    assert make(TorchKMAdapter, "binary", max_iter=100).plan(budget(150.0), n, d)["max_iter"] == 100  # option caps
+    assert int((10.0 - setup) / (2 * one)) == 91  # 20 s: 91 passes at L = 2,000, fewer than MIN_TIMED_PASSES
+    slow = make(TorchKMAdapter, "binary").plan(budget(20.0), n, d)
+    assert slow["num_landmarks"] == 1000 and slow["nys_k"] == 500 and slow["max_iter"] >= MIN_TIMED_PASSES
+    assert "halved to 1000 landmarks, rank 500 for time" in slow["plan_reason"]
+    assert "max_iter" not in make(TorchKMAdapter, "binary").plan(budget(None), n, d)  # no time: upstream's maxit
+
+
+@pytest.mark.parametrize("option,planned,expected", [(None, None, None), (None, 75.0, 75.0), (30.0, 75.0, 30.0),
+                                                     (90.0, 75.0, 75.0), (30.0, None, 30.0)])
+def test_a_clocked_fit_stops_at_the_smaller_of_its_option_and_the_shared_limit(option, planned, expected):
+    from baselines.planning import min_time
+
+    assert min_time(option, planned) == expected
+
+
+def test_ipm_and_sodm_fits_are_given_the_plans_time_limit(monkeypatch):
+    """The IPM and SODM stop on their own clocks: their fits receive the plan's time_limit_s as max_time."""
+    import numpy as np
+
+    from baselines.ipm_lowrank import IPMLowRankAdapter
+    from baselines.sodm import SODMAdapter
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((200, 3))
+    y = np.where(X[:, 0] > 0, 1.0, -1.0)
+    for cls, options in ((IPMLowRankAdapter, {"n_components": 16}), (SODMAdapter, {"levels": 1})):
+        adapter = make(cls, "binary", **options)
+        adapter.plan(budget(40.0), *X.shape)
+        adapter.fit(X, y)
+        assert adapter.plan_["time_limit_s"] == pytest.approx(20.0, rel=0.05), cls.name
+        assert adapter.model_.max_time == adapter.plan_["time_limit_s"], cls.name
