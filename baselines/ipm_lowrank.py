@@ -134,8 +134,8 @@ class IPMLowRankAdapter(Adapter):
         model = LowRankIPMClassifier(lam=self.lam, kernel=self.kernel, sigma=self.sigma,
                                      n_components=min(int(self.plan_["n_components"]), n),
                                      factor=o["factor"], fit_intercept=bool(o["fit_intercept"]), tol=o["tol"],
-                                     max_iter=o["max_iter"], max_time=min_time(o["max_time"], self.plan_.get("time_limit_s")),
-                                     device=self.device,
+                                     max_iter=o["max_iter"], device=self.device,
+                                     max_time=min_time(o["max_time"], self.plan_.get("time_limit_s")),
                                      dtype=self.dtype, random_state=self.seed)
         if self.checkpoint_hook is not None:  # each Newton step's iterate, scored by the harness (issue 42)
             self.model_ = model

@@ -126,8 +126,8 @@ class SODMAdapter(Adapter):
         limit = self._time_limit(budget)  # the shared rule (CPU): the whole fit stops at FIT_TIME_SHARE of the seconds
         if limit is not None:
             plan["time_limit_s"] = float(limit[0])
-            plan["time_reason"] = (f"max_time = {limit[0]:.0f} s for the whole fit ({limit[1]}): each level's solves an "
-                                   f"equal share of what is left, the final level the rest")
+            plan["time_reason"] = (f"max_time = {limit[0]:.0f} s for the whole fit ({limit[1]}): each level's "
+                                   f"solves an equal share of what is left, the final level the rest")
         return plan
 
     def _memory_plan(self, budget: Budget, n: int, d: int) -> dict[str, Any]:

@@ -230,7 +230,8 @@ class TorchKMAdapter(Adapter):
             return setup, one, max(1, min(cap, int((time_limit[0] - setup) / (2.0 * one))))
 
         setup, one, passes = price(plan)
-        while plan["mode"] == "nystrom" and passes < min(cap, MIN_TIMED_PASSES) and plan["num_landmarks"] > MIN_LANDMARKS:
+        wanted = min(cap, MIN_TIMED_PASSES)
+        while plan["mode"] == "nystrom" and passes < wanted and plan["num_landmarks"] > MIN_LANDMARKS:
             L = max(MIN_LANDMARKS, plan["num_landmarks"] // 2)
             plan = {**plan, "num_landmarks": L, "nys_k": max(1, min(L, plan["nys_k"] // 2))}
             plan["est_bytes"] = int(torchkm_nystrom_bytes(n, d, L, plan["nys_k"]))
@@ -238,10 +239,11 @@ class TorchKMAdapter(Adapter):
             setup, one, passes = price(plan)
         predicted = setup + 2.0 * passes * one
         fits = predicted <= time_limit[0]
+        over = "n" if plan["mode"] == "exact" else "k"
         plan.update({
             "max_iter": passes, "time_limit_s": time_limit[0], "predicted_fit_s": predicted,
             "time_reason": (f"max_iter <= {passes}: set-up {setup:.3g} s + 2 x {passes} passes (fit and CV folds) "
-                            f"x {one:.3g} s ({PASS_FACTOR:g} x two GEMVs over n x {'n' if plan['mode'] == 'exact' else 'k'} "
+                            f"x {one:.3g} s ({PASS_FACTOR:g} x two GEMVs over n x {over} "
                             f"and {PASS_VECTOR_OPS} n-vector ops at measured paces) = {predicted:.3g} s, "
                             f"{'within' if fits else 'still over'} {time_limit[1]}"
                             + ("" if passes < cap else f"; the option max_iter = {cap} is the cap"))})

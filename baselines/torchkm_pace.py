@@ -23,7 +23,8 @@ import time
 
 from .pace import PROBE_ELEMENTS, _check_probe
 
-__all__ = ["PASS_FACTOR", "PASS_VECTOR_OPS", "SETUP_FACTOR", "StreamPace", "stream_pace", "torchkm_pass_seconds", "torchkm_setup_seconds"]
+__all__ = ["PASS_FACTOR", "PASS_VECTOR_OPS", "SETUP_FACTOR", "StreamPace", "stream_pace", "torchkm_pass_seconds",
+           "torchkm_setup_seconds"]
 
 #: Element-wise operations on n-vectors per pass of TorchKM's accelerated loop (``cvknyssvm.fit``,
 #: ``cvksvm.fit``): counted from the profile of 100 passes (mul 10.5, add/add_ 5.7, sub 4, where 1.2, gt/lt 3.2,
@@ -115,7 +116,9 @@ def stream_pace(threads: int, repeats: int = 3) -> StreamPace:
 
 
 def torchkm_pass_seconds(n: int, cols: int, pace: StreamPace) -> float:
-    """Predicted seconds of one TorchKM pass: ``PASS_FACTOR`` x (two GEMVs over ``n x cols`` and ``PASS_VECTOR_OPS`` n-vector ops).
+    """Predicted seconds of one TorchKM pass.
+
+    ``PASS_FACTOR`` x (two GEMVs over ``n x cols`` and ``PASS_VECTOR_OPS`` n-vector operations).
 
     Parameters
     ----------
