@@ -347,9 +347,10 @@ def read_counts(runs: pd.DataFrame, checkpoints: dict, problems: list) -> pd.Ser
 def curves(runs: pd.DataFrame, checkpoints: dict, predictions: dict | None = None) -> pd.DataFrame:
     """Long table of the anytime points of every ok run (metric in the report's unit).
 
-    Checkpoints are scored on the first ``k`` test rows (at most
-    :data:`joker.bench.trials.checkpoints.MAX_TEST_ROWS`; the loaders
-    shuffle, so a prefix is a random subset) and the final model on all
+    Checkpoints are scored on ``k`` test rows (at most
+    :data:`joker.bench.trials.checkpoints.MAX_TEST_ROWS`, a seeded random
+    subset stored as ``checkpoint_rows``; a prefix in older runs:
+    :func:`curve_index`) and the final model on all
     ``n``. So that a curve and a ranking never mix the two, every run's
     final model is also scored on the dataset's checkpoint rows from its
     stored ``predictions.npz`` (the same metric function as the trial,
@@ -426,9 +427,9 @@ def curve_rows(points: pd.DataFrame) -> dict:
 def _on_curve_rows(points: pd.DataFrame, runs: pd.DataFrame, predictions: dict) -> pd.DataFrame:
     """Add each run's final model scored on its dataset's curve rows, and the ``curve`` flag.
 
-    A final model is rescored only when its stored ``y_true`` begins with the
-    rows a checkpointed run of the dataset was scored on (:func:`same_rows`
-    on the first ``k``; unchecked when no checkpointed run kept predictions).
+    A final model is rescored only when its stored ``y_true`` on the curve
+    rows (:func:`curve_index`) equals that of a checkpointed run of the
+    dataset (:func:`same_rows`; unchecked when no checkpointed run kept predictions).
     """
     if points.empty:
         return points.assign(curve=pd.Series(dtype=bool))
@@ -436,8 +437,9 @@ def _on_curve_rows(points: pd.DataFrame, runs: pd.DataFrame, predictions: dict) 
     refs = {}  # dataset -> the distinct first-k y_true of its checkpointed runs
     for (dataset, rid), _ in points[points["source"] == "checkpoint"].groupby(["dataset", "run_id"], sort=False):
         k = k_of.get(dataset)
-        if rid in predictions and k is not None and len(predictions[rid]["y_true"]) >= k:
-            head = np.asarray(predictions[rid]["y_true"])[:k]
+        idx = curve_index(predictions[rid], k) if rid in predictions and k is not None else None
+        if idx is not None:
+            head = np.asarray(predictions[rid]["y_true"])[idx]
             if not any(same_rows(head, h) for h in refs.get(dataset, [])):
                 refs.setdefault(dataset, []).append(head)
     extra, why_not = [], {}  # why_not: index of a final point -> why it has no twin on the curve rows
@@ -448,8 +450,9 @@ def _on_curve_rows(points: pd.DataFrame, runs: pd.DataFrame, predictions: dict) 
         if p["run_id"] not in predictions:
             why_not[idx] = "its final model could not be rescored on these rows (no usable predictions.npz)"
             continue
-        head = np.asarray(predictions[p["run_id"]]["y_true"])[:k]
-        if p["dataset"] in refs and not any(same_rows(head, h) for h in refs[p["dataset"]]):
+        at = curve_index(predictions[p["run_id"]], k)
+        head = None if at is None else np.asarray(predictions[p["run_id"]]["y_true"])[at]
+        if head is not None and p["dataset"] in refs and not any(same_rows(head, h) for h in refs[p["dataset"]]):
             why_not[idx] = "its test rows are not the curves' rows"
             continue
         value = metric_on_rows(p["metric_name"], predictions[p["run_id"]], k)
@@ -473,8 +476,24 @@ def _on_curve_rows(points: pd.DataFrame, runs: pd.DataFrame, predictions: dict) 
     return out
 
 
+def curve_index(arrays: dict, k: int) -> np.ndarray | None:
+    """The test rows (indices) of a run's stored predictions that its dataset's curves are scored on.
+
+    ``checkpoint_rows`` of ``predictions.npz`` (the trial's seeded random
+    subset, :func:`joker.bench.trials.checkpoints.checkpoint_rows`) when it
+    has ``k`` rows; the first ``k`` rows for runs stored before it was kept
+    (their checkpoints were scored on a prefix); ``None`` when fewer than
+    ``k`` rows are stored.
+    """
+    n = len(arrays["y_true"])
+    rows = arrays.get("checkpoint_rows")
+    if rows is not None and len(rows) == k and (len(rows) == 0 or int(np.max(rows)) < n):
+        return np.asarray(rows, dtype=np.int64)
+    return np.arange(k, dtype=np.int64) if n >= k else None
+
+
 def metric_on_rows(name: str, arrays: dict, k: int) -> float | None:
-    """A test metric (the record's unit) of stored predictions on their first ``k`` rows, or ``None``.
+    """A test metric (the record's unit) of stored predictions on their ``k`` curve rows (:func:`curve_index`), or ``None``.
 
     Parameters
     ----------
@@ -485,17 +504,18 @@ def metric_on_rows(name: str, arrays: dict, k: int) -> float | None:
     arrays : dict
         ``predictions.npz``: ``y_true``, ``y_pred`` and maybe ``scores``.
     k : int
-        Rows, from the first; ``None`` when there are fewer.
+        Rows (:func:`curve_index`); ``None`` when fewer are stored.
     """
     from joker.bench.trials import scoring
 
     y, yp = np.asarray(arrays["y_true"]), np.asarray(arrays["y_pred"])
-    if len(y) < k or len(yp) < k:
+    idx = curve_index(arrays, k)
+    if idx is None or len(yp) != len(y):
         return None
     if name in ("test_rmse", "test_mse", "test_rel_error"):
-        return scoring.regression_metrics(y[:k], yp[:k]).get(name)
+        return scoring.regression_metrics(y[idx], yp[idx]).get(name)
     scores = arrays.get("scores")
-    value = scoring.classification_metrics(y[:k], yp[:k], None if scores is None else np.asarray(scores)[:k]).get(name)
+    value = scoring.classification_metrics(y[idx], yp[idx], None if scores is None else np.asarray(scores)[idx]).get(name)
     return None if value is None or not np.isfinite(value) else float(value)
 
 
@@ -523,8 +543,8 @@ def _cell_budget(runs: pd.DataFrame) -> float | None:
 def trivial_levels(runs: pd.DataFrame, predictions: dict, rows: dict | None = None) -> dict:
     """Per dataset, the trivial predictor's metric on the test rows, in the report's unit.
 
-    ``rows`` (dataset -> k, :func:`curve_rows`) takes the first ``k`` test rows
-    instead of all: the level of the verdict's rows below the time limit.
+    ``rows`` (dataset -> k, :func:`curve_rows`) takes the ``k`` curve rows
+    (:func:`curve_index`) instead of all: the level of the verdict's rows below the time limit.
 
     The majority class's share (accuracy, %) or the standard deviation of
     the targets (RMSE), from the first stored ``y_true`` of the dataset;
@@ -536,7 +556,8 @@ def trivial_levels(runs: pd.DataFrame, predictions: dict, rows: dict | None = No
             continue
         y = np.asarray(predictions[r["run_id"]]["y_true"])
         k = (rows or {}).get(r["dataset"])
-        y = y[:k] if k else y
+        idx = curve_index(predictions[r["run_id"]], k) if k else None
+        y = y[idx] if idx is not None else y
         name = r["metric_name"]
         if name == "test_accuracy":
             out[r["dataset"]] = 100.0 * np.unique(y, return_counts=True)[1].max() / len(y)
@@ -706,17 +727,20 @@ def _paired_below_limit(now: pd.DataFrame, best: str, predictions: dict | None, 
         why = "the best's predictions are not stored" if best_final else (
             "the best is a checkpoint, whose predictions are not kept")
         return f"(no paired test: {why})", None, 0
-    y, yb = np.asarray(predictions[ref]["y_true"])[:k], np.asarray(predictions[ref]["y_pred"])[:k]
+    ref_idx = curve_index(predictions[ref], k)
+    if ref_idx is None:
+        return f"(no paired test: the best's predictions have fewer than {k:,} rows)", None, 0
+    y, yb = np.asarray(predictions[ref]["y_true"])[ref_idx], np.asarray(predictions[ref]["y_pred"])[ref_idx]
     same, untested = [], []
     for label in sorted(set(now["label"]) - {best}):
         rid = final_of(label)
-        if rid is None or len(predictions[rid]["y_true"]) < k or not same_rows(
-                np.asarray(predictions[rid]["y_true"])[:k], y):
+        idx = None if rid is None else curve_index(predictions[rid], k)
+        if idx is None or not same_rows(np.asarray(predictions[rid]["y_true"])[idx], y):
             untested.append(label)
             continue
         key = (ref, rid, k, lower)
         if tested is None or key not in tested:
-            answer = significance.compare(y, yb, np.asarray(predictions[rid]["y_pred"])[:k], lower).same
+            answer = significance.compare(y, yb, np.asarray(predictions[rid]["y_pred"])[idx], lower).same
             if tested is None:
                 tested = {}
             tested[key] = answer
@@ -835,7 +859,7 @@ def _rows_text(rows, n_all) -> str:
     if rows is None or pd.isna(rows):
         return ""
     if pd.notna(n_all) and int(rows) < int(n_all):
-        return f"first {int(rows):,} of {int(n_all):,}"
+        return f"{int(rows):,} of {int(n_all):,}"
     return f"all {int(rows):,}"
 
 

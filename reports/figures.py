@@ -439,7 +439,7 @@ def _dagger(ax, x, y) -> None:
 
 
 def _rows_note(d: pd.DataFrame) -> str:
-    """`` (first 5,000 of 10,000 test rows)`` when a panel's points are scored on a subset of the test rows."""
+    """`` (5,000 of 10,000 test rows)`` when a panel's points are scored on a subset of the test rows."""
     from .anytime import _rows_text
 
     if "rows" not in d or "n_all" not in d:

@@ -21,6 +21,7 @@ Selection rules
 
 from __future__ import annotations
 
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -101,6 +102,10 @@ def check_store(uri: str) -> None:
                 f"no MLflow store at {path}; run a sweep first "
                 "(make smoke / make reproduce-table4) or pass --tracking-uri"
             )
+        problem = _sqlite_store_problem(path)
+        if problem:
+            raise StoreError(f"{path} is not an MLflow store ({problem}); pass the mlflow.db a sweep wrote "
+                             "(make smoke / make reproduce-table4)")
         return
     plain = "://" not in uri and ("/" in uri or Path(uri).exists())  # not "databricks"
     if uri.startswith("file:") or plain:  # a plain path: MLflow's filesystem store
@@ -112,6 +117,26 @@ def check_store(uri: str) -> None:
     problem = connect_problem(uri)
     if problem:
         raise StoreError(f"tracking server {_redact(uri)}: {problem}; is the tracking server running?")
+
+
+def _sqlite_store_problem(path: Path) -> str:
+    """Why the SQLite file ``path`` is not an MLflow store ("" when it is one), read without writing.
+
+    Opened read-only (``mode=ro``): MLflow itself would create its tables in
+    an empty file, and a report only reads. A store has MLflow's ``runs``
+    and ``experiments`` tables.
+    """
+    import sqlite3
+
+    if path.stat().st_size == 0:
+        return "an empty file"
+    try:
+        with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as conn:
+            tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.DatabaseError as exc:
+        return f"sqlite: {exc}"
+    missing = sorted({"runs", "experiments"} - tables)
+    return f"no MLflow table {', '.join(missing)}" if missing else ""
 
 
 def _redact(uri: str) -> str:

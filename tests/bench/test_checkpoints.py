@@ -105,3 +105,22 @@ def test_evaluation_time_and_memory_are_not_fit_time():
     assert used.fit_bytes < 50 * 2**20
     assert [r["test_accuracy"] for r in rec.rows] == [1.0, 1.0, 1.0]
     assert rec.rows[1]["fit_seconds"] < 0.1  # the first evaluation's 0.2 s is not in the second point's time
+
+
+def test_checkpoint_rows_are_a_seeded_random_subset_not_a_prefix():
+    """At most MAX_TEST_ROWS rows, drawn without replacement by the data seed: the same for every method of a cell,
+    sorted, all rows when there are fewer; the recorder scores exactly those rows."""
+    from joker.bench.trials.checkpoints import MAX_TEST_ROWS, checkpoint_rows
+
+    rows = checkpoint_rows(20_000, seed=0)
+    assert len(rows) == MAX_TEST_ROWS == len(np.unique(rows)) and np.all(np.diff(rows) > 0)
+    np.testing.assert_array_equal(rows, np.sort(np.random.default_rng(0).choice(20_000, MAX_TEST_ROWS, replace=False)))
+    assert rows.max() > 15_000 and rows.min() < 100  # spread over the test set, not its first quarter
+    np.testing.assert_array_equal(checkpoint_rows(20_000, seed=0), rows)
+    assert not np.array_equal(checkpoint_rows(20_000, seed=1), rows)
+    np.testing.assert_array_equal(checkpoint_rows(300, seed=5), np.arange(300))
+    X = np.arange(12.0).reshape(12, 1)
+    y = np.where(np.arange(12) % 2, 1.0, -1.0)
+    rec = CheckpointRecorder(_Slow(), X, y, "binary", np.array([-1, 1]), max_rows=4, seed=3)
+    np.testing.assert_array_equal(rec.X[:, 0], checkpoint_rows(12, 4, 3).astype(float))
+    np.testing.assert_array_equal(rec.y, y[checkpoint_rows(12, 4, 3)])

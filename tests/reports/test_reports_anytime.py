@@ -273,7 +273,7 @@ def test_curves_and_verdict_rank_like_with_like(tmp_path):
     # ranked against quick's all-rows 84.5 % it would have won
     ten = v.loc["within 10 s"]
     assert ten["best method"] == "**quick**" and ten["test metric"] == "**87.00** test accuracy (%)"
-    assert ten["test rows"] == "first 5,000 of 10,000"
+    assert ten["test rows"] == "5,000 of 10,000"
     one = v.loc["within 1 s"]
     assert one["best method"] == "**slow**" and one["its model"].startswith("checkpoint at 1 s of a 30 s fit")
     last = v.loc["within 180 s (the time limit)"]
@@ -292,6 +292,19 @@ def test_metric_on_rows_matches_the_trial_metric():
     labels = {"y_true": np.array([1, 0, 1, 1]), "y_pred": np.array([1, 1, 1, 0])}
     assert anytime.metric_on_rows("test_accuracy", labels, 2) == pytest.approx(0.5)
     assert anytime.metric_on_rows("test_auc", labels, 4) is None  # no stored scores
+
+
+def test_final_models_are_rescored_on_the_stored_checkpoint_rows():
+    """A run that stored ``checkpoint_rows`` (the trial's random subset) is rescored on those rows, not on the
+    first k; at all rows (the time limit) every row counts; older runs without them fall back to the prefix."""
+    y = np.array([0.0, 1.0, 2.0, 3.0])
+    arrays = {"y_true": y, "y_pred": y + np.array([1.0, -1.0, 2.0, 0.0]), "checkpoint_rows": np.array([2, 3])}
+    assert anytime.metric_on_rows("test_rmse", arrays, 2) == pytest.approx(np.sqrt(4 / 2))  # rows 2 and 3
+    assert anytime.metric_on_rows("test_rmse", arrays, 4) == pytest.approx(np.sqrt(6 / 4))
+    np.testing.assert_array_equal(anytime.curve_index(arrays, 2), [2, 3])
+    np.testing.assert_array_equal(anytime.curve_index({"y_true": y}, 2), [0, 1])
+    assert anytime.curve_index({"y_true": y, "checkpoint_rows": np.array([1, 7])}, 2).tolist() == [0, 1]  # damaged
+    assert anytime.curve_index({"y_true": y}, 5) is None
 
 
 def test_report_files_verdict_first_bold_figures(report):
@@ -538,13 +551,13 @@ def test_checkpoints_on_other_rows_say_so():
     ])
     out = anytime._on_curve_rows(pts, pd.DataFrame(), {})
     assert out["curve"].tolist() == [True, True, False]
-    assert out["off_curve"].tolist()[2] == ("its checkpoints are scored on first 2,000 of 10,000 test rows, "
+    assert out["off_curve"].tolist()[2] == ("its checkpoints are scored on 2,000 of 10,000 test rows, "
                                             "not on the curves' 5,000")
     runs = pd.DataFrame({"dataset": ["d"], "budget": ["b"]})
     v = anytime.verdict(out, runs, budgets=(3.0,))
     assert v["best method"].iloc[0] == "**a**"
     assert v["methods with a model"].iloc[0] == (
-        "1 (left out: c: its checkpoints are scored on first 2,000 of 10,000 test rows, not on the curves' 5,000)")
+        "1 (left out: c: its checkpoints are scored on 2,000 of 10,000 test rows, not on the curves' 5,000)")
 
 
 def test_verdict_summary_one_row_per_dataset(report):

@@ -247,6 +247,27 @@ def test_missing_store_or_experiment_is_an_error(fake_store, tmp_path):
         load_selection(fake_store[0], "no-such-sweep")
 
 
+@pytest.mark.parametrize("content,why", [(b"", "an empty file"), (b"x\n", "sqlite: file is not a database")])
+def test_a_file_that_is_not_a_store_is_one_line_and_stays_as_it_was(tmp_path, content, why):
+    """An empty file or one that is not SQLite: one StoreError line, and the file is not written (MLflow would
+    create its tables in an empty file)."""
+    db = tmp_path / "mlflow.db"
+    db.write_bytes(content)
+    with pytest.raises(StoreError, match=rf"^{db} is not an MLflow store \({why}\)"):
+        load_selection(f"sqlite:///{db}")
+    assert db.read_bytes() == content
+
+
+def test_an_sqlite_file_without_mlflow_tables_is_refused(tmp_path):
+    import sqlite3
+
+    db = tmp_path / "other.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE runs (x)")
+    with pytest.raises(StoreError, match="no MLflow table experiments"):
+        load_selection(f"sqlite:///{db}")
+
+
 # -------------------------------------------------------------------- figures
 def test_figure_data_equal_the_runs(fake_store, fake_report):
     trials = trials_of(fake_store)

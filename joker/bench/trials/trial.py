@@ -576,7 +576,8 @@ def _recorder(spec: TrialSpec, adapter: Adapter, ds: Any, meters: tuple, scale: 
     from .checkpoints import CheckpointRecorder
 
     classes = None if spec.dataset.task == "regression" else np.unique(ds.y_train)
-    recorder = CheckpointRecorder(adapter, ds.X_test, ds.y_test, spec.dataset.task, classes, meters)
+    recorder = CheckpointRecorder(adapter, ds.X_test, ds.y_test, spec.dataset.task, classes, meters,
+                                  seed=int(spec.data_seed))  # the same test rows for every method of a cell
     if scale is None:
         adapter.checkpoint_hook = recorder
     else:
@@ -600,7 +601,7 @@ def _finish_checkpoints(recorder: Any, folder: Path, res: dict[str, Any], final:
 
 def _keep_predictions(folder: Path, spec: TrialSpec, adapter: Adapter, ds: Any, y_pred: Any,
                       scores: Any, res: dict[str, Any]) -> None:
-    """Save the test rows' ``y_true``, ``y_pred`` and ``scores`` as ``predictions.npz`` (compressed).
+    """Save the test rows' ``y_true``, ``y_pred``, ``scores`` and ``checkpoint_rows`` as ``predictions.npz`` (compressed).
 
     The report tests whether two methods differ on the same test rows
     (McNemar, paired bootstrap: :mod:`reports.significance`); ``scores`` is
@@ -608,7 +609,11 @@ def _keep_predictions(folder: Path, spec: TrialSpec, adapter: Adapter, ds: Any, 
     save is noted in ``res["predictions_error"]``, never fatal.
     """
     try:
-        arrays = {"y_true": np.asarray(ds.y_test), "y_pred": np.asarray(y_pred)}
+        from .checkpoints import checkpoint_rows
+
+        arrays = {"y_true": np.asarray(ds.y_test), "y_pred": np.asarray(y_pred),
+                  # the rows every checkpoint of the cell is scored on: the report rescores final models on them
+                  "checkpoint_rows": checkpoint_rows(len(ds.y_test), seed=int(spec.data_seed))}
         if scores is not None:
             arrays["scores"] = np.asarray(scores, dtype=np.float32)
         np.savez_compressed(folder / "predictions.npz", **arrays)
