@@ -814,6 +814,41 @@ def verdict_summary(detail: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def with_cells_without_a_model(summary: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """The verdict summary plus one row per (dataset, memory budget) where no run ended ``ok``.
+
+    Such a cell has no curve, so :func:`verdict` has no row for it; without
+    this it would vanish from the verdict without a word. Its cells read
+    ``no method ended ok (2 timeout, 1 error)``: the statuses of its runs.
+
+    Parameters
+    ----------
+    summary : pandas.DataFrame
+        From :func:`verdict_summary` (may be empty).
+    runs : pandas.DataFrame
+        Derived runs (``dataset``, ``budget``, ``status``).
+    """
+    if runs is None or runs.empty or not {"dataset", "budget", "status"} <= set(runs):
+        return summary
+    have = set() if summary is None or summary.empty else set(zip(summary["dataset"], summary["memory budget"]))
+    extra = []
+    for (dataset, mem), d in runs.groupby(["dataset", "budget"], sort=False):
+        mem_text = budget_text(mem, runs)
+        if (dataset, mem_text) in have or (d["status"] == "ok").any():
+            continue
+        counts = d["status"].fillna("no status").value_counts()
+        extra.append({"dataset": dataset, "memory budget": mem_text, "test rows": "",
+                      "_none": "no method ended ok (" + ", ".join(f"{n} {st}" for st, n in counts.items()) + ")"})
+    if not extra:
+        return summary
+    columns = list(summary.columns) if summary is not None and not summary.empty else [
+        "dataset", "memory budget", "test rows", AT_LIMIT]
+    value_cols = [c for c in columns if c not in ("dataset", "memory budget", "test rows")]
+    rows = [{**{k: v for k, v in e.items() if k != "_none"}, **{c: e["_none"] for c in value_cols}} for e in extra]
+    base = summary if summary is not None and not summary.empty else pd.DataFrame(columns=columns)
+    return pd.concat([base, pd.DataFrame(rows, columns=columns)], ignore_index=True).fillna("")
+
+
 def verdict_detail(detail: pd.DataFrame) -> pd.DataFrame:
     """:func:`verdict` without its bookkeeping columns (the detail table of the report)."""
     if detail is None or detail.empty:

@@ -193,7 +193,7 @@ def build_report(tracking_uri: str | None = None, experiment: str | None = None,
                                     predictions=predictions)
                     if len(points) else pd.DataFrame())
     rep.verdict = anytime.verdict_detail(full_verdict)
-    rep.verdict_summary = anytime.verdict_summary(full_verdict)
+    rep.verdict_summary = anytime.with_cells_without_a_model(anytime.verdict_summary(full_verdict), runs)
     failed = failed_runs(runs)
 
     how = "given" if experiment else (

@@ -54,7 +54,10 @@ def run_history(client, run_id: str) -> tuple[pd.DataFrame, str]:
 
 
 def joker_histories(client, runs: pd.DataFrame) -> pd.DataFrame:
-    """Histories of every Joker run in ``runs`` that has one.
+    """Histories of every Joker run in ``runs`` that ended ``ok`` and has one.
+
+    Failed runs are left out, as from the anytime curves: a figure of a
+    report drawn from failed trials only showed their histories as results.
 
     Parameters
     ----------
@@ -68,7 +71,8 @@ def joker_histories(client, runs: pd.DataFrame) -> pd.DataFrame:
         One row per (run, epoch): :data:`META`, :data:`COLUMNS`, ``source``.
     """
     parts = []
-    for _, run in runs[runs["method"].map(is_joker)].iterrows():
+    ok = runs["status"] == "ok" if "status" in runs else pd.Series(True, index=runs.index)
+    for _, run in runs[runs["method"].map(is_joker) & ok].iterrows():
         hist, source = run_history(client, run["run_id"])
         if hist.empty:
             continue

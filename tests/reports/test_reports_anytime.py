@@ -781,3 +781,19 @@ def test_paired_test_runs_once_per_pair_across_time_budgets(monkeypatch):
     second = anytime._paired_below_limit(now, "a", predictions, 1000, False, tested)
     assert first == second == ("b", 1, 0)
     assert len(calls) == 1 and tested == {("r1", "r2", 1000, False): True}
+
+
+def test_a_cell_where_no_method_ended_ok_keeps_its_verdict_row():
+    """Fresh-user review: a data set whose every run failed vanished from the verdict; a store of failed runs
+    only had none. Its row now names the statuses."""
+    runs = pd.DataFrame({"dataset": ["a", "a", "b", "b", "b"], "budget": ["m"] * 5,
+                         "status": ["ok", "timeout", "timeout", "error", "timeout"]})
+    summary = pd.DataFrame([{"dataset": "a", "memory budget": "m", "test rows": "all 10",
+                             "within 1 s": "x 1.0", anytime.AT_LIMIT: "x 2.0"}])
+    out = anytime.with_cells_without_a_model(summary, runs)
+    assert out["dataset"].tolist() == ["a", "b"]
+    assert out.iloc[1]["within 1 s"] == out.iloc[1][anytime.AT_LIMIT] == "no method ended ok (2 timeout, 1 error)"
+    only_failed = anytime.with_cells_without_a_model(pd.DataFrame(), runs[runs["dataset"] == "b"])
+    assert only_failed.to_dict("records") == [{"dataset": "b", "memory budget": "m", "test rows": "",
+                                               anytime.AT_LIMIT: "no method ended ok (2 timeout, 1 error)"}]
+    assert anytime.with_cells_without_a_model(summary, runs[runs["dataset"] == "a"]) is summary
