@@ -268,11 +268,13 @@ class FalkonFamily(Adapter):
         else:
             M = max(1, min(cap, largest_m(room, dsz, d)))
             allowed = M
-            capped = self._time_cap(budget, n, d, M, self._kernel_passes(n), "M")
+            pc_seconds = self._preconditioner_seconds() if self._time_limit(budget) is not None else (None, "")
+            capped = self._time_cap(budget, n, d, M, self._kernel_passes(n), "M",
+                                    pc_seconds if pc_seconds[0] is not None else None)
             if capped is not None:
                 M, timed = capped
                 why = timed["time_reason"] + "; memory: " + why
-            why += self._sqrt_n_note(n, M, allowed, timed)
+            why += self._sqrt_n_note(n, M, allowed, timed, pc_seconds[0])
         pc_bytes = dsz * (2 * M * M + M * (d + 4))
         block = max(MIN_BLOCK_BYTES, min(budget.host_bytes - data - pc_bytes, int(self.options["max_block_mib"] * MIB)))
         return {"M": M, "pc_bytes": int(pc_bytes), "est_bytes": int(data + pc_bytes + block),
@@ -281,12 +283,14 @@ class FalkonFamily(Adapter):
     positive_int_options = ("max_M", "large_n", "large_n_max_M", "max_block_mib")
 
     @staticmethod
-    def _sqrt_n_note(n: int, M: int, allowed: int, timed: dict[str, Any]) -> str:
+    def _sqrt_n_note(n: int, M: int, allowed: int, timed: dict[str, Any], extra: Any = None) -> str:
         """When the plan's M is below sqrt(n), the advice and which budget forbids it, with the arithmetic.
 
         Falkon's maintainers advise M >= sqrt(n) (FalkonML/falkon#52; the
         statistical rate of Rudi et al. 2017, Theorem 3, holds from
-        M ~ sqrt(n) centres). ``""`` when M reaches it.
+        M ~ sqrt(n) centres). ``""`` when M reaches it. ``extra``: seconds of
+        the preconditioner at a given M (:meth:`_preconditioner_seconds`), added to
+        the kernel passes of ``M = sqrt(n)``.
         """
         need = math.isqrt(n - 1) + 1 if n > 1 else 1  # ceil(sqrt(n))
         if M >= need:
@@ -295,9 +299,11 @@ class FalkonFamily(Adapter):
         if allowed < need:
             return note + f": memory and the caps allow at most M = {allowed}"
         if timed:
-            per_m = timed["predicted_fit_s"] / max(M, 1)
+            kernel = timed["kernel_passes"] * n * need * timed["kernel_entry_ns"] * 1e-9
+            pc = extra(need) if extra else 0.0
+            more = f" + {pc:.3g} s of preconditioner" if extra else ""
             return note + (f": M = {need} is predicted at {timed['kernel_passes']:.4g} x n x {need} x "
-                           f"{timed['kernel_entry_ns']:.2f} ns = {per_m * need:.3g} s, over the "
+                           f"{timed['kernel_entry_ns']:.2f} ns{more} = {kernel + pc:.3g} s, over the "
                            f"{timed['time_limit_s']:.3g} s of the shared budget")
         return note
 
@@ -310,6 +316,23 @@ class FalkonFamily(Adapter):
     def _cg_iterations(self) -> int:
         """CG iterations of one fit (Falkon: ``maxiter``)."""
         return int(self.options["maxiter"])
+
+    def _preconditioner_seconds(self) -> tuple[Any, str]:
+        """Seconds of Falkon's preconditioner at ``M`` centres, for the time-aware plan: ``M^3`` flops at the GEMM pace.
+
+        Falkon's CPU preconditioner forms ``K_MM``, factors it (``potrf``,
+        ``M^3 / 3``), multiplies the factor by its transpose (``lauum``,
+        ``M^3 / 3``) and factors again (``M^3 / 3``): about ``M^3`` flops,
+        priced at the measured GEMM rate (:func:`baselines.pace.gemm_flop_seconds`).
+        Without it full ijcnn1 got M = 15,553 and 18,866 (predicted 41 and
+        75 s of kernel passes): the fit took 132 s, and the other trial ended
+        ``timeout`` (M^3 = 3.8e12 and 6.7e12 flops, 1-3 minutes here).
+        """
+        from .pace import gemm_flop_seconds
+
+        dtype = self.dtype if self.dtype in ("float32", "float64") else "float64"
+        per_flop = gemm_flop_seconds(dtype, self.n_threads)
+        return (lambda m: float(m) ** 3 * per_flop), "the preconditioner's M^3 flops at the measured GEMM rate"
 
     def _kernel_passes(self, n: int | None = None) -> float:
         """Blocks of ``n x M`` kernel entries one fit computes (the time-aware plan's cost model).

@@ -189,15 +189,16 @@ class Planning:
         """
         return None
 
-    def _time_cap(self, budget: Budget, n: int, d: int, hi: int, passes: float, knob: str
-                  ) -> tuple[int, dict[str, Any]] | None:
+    def _time_cap(self, budget: Budget, n: int, d: int, hi: int, passes: float, knob: str,
+                  extra: tuple[Any, str] | None = None) -> tuple[int, dict[str, Any]] | None:
         """Largest model size whose kernel passes fit the trial's time (CPU plans; ``None`` without a limit).
 
         The fit is modelled as ``passes`` evaluations of an ``n x m`` Gaussian
         block (times a vector) at this machine's measured pace
         (:func:`baselines.pace.kernel_entry_seconds` for ``d``, the dtype and
         the threads): ``seconds(m) = passes * n * m * pace``, kept within
-        the limit of :meth:`_time_limit`.
+        the limit of :meth:`_time_limit`, plus ``extra(m)`` seconds when given
+        (Falkon's preconditioner, cubic in ``m``).
 
         Parameters
         ----------
@@ -212,6 +213,9 @@ class Planning:
             Kernel blocks of ``n x m`` entries one fit computes.
         knob : str
             The size's name in the reason (``"M"``, ``"centres"``).
+        extra : (callable, str) or None
+            ``(seconds_of(m), words)``: work on top of the kernel passes, non-decreasing in ``m``
+            (recorded as ``extra_s`` and named in the reason).
 
         Returns
         -------
@@ -229,15 +233,19 @@ class Planning:
         pace, timed = self._entry_pace(int(d))
 
         def seconds(m: int) -> float:
-            return passes * n * m * pace
+            return passes * n * m * pace + (extra[0](m) if extra else 0.0)
 
         m = largest_in_time(seconds, limit[0], hi, lo=min(hi, MIN_TIMED_SIZE))
         fits = seconds(m) <= limit[0]
+        more = f" + {extra[1]} {extra[0](m):.3g} s" if extra else ""
         why = (f"{knob} <= {m}: {passes:.4g} kernel passes of n x {knob} entries at {pace * 1e9:.2f} ns each "
-               f"({timed}) = {seconds(m):.3g} s, {'within' if fits else 'still over (the smallest size tried)'} "
-               f"{limit[1]}")
-        return m, {"time_limit_s": limit[0], "kernel_entry_ns": pace * 1e9,
-                   "kernel_passes": float(passes), "predicted_fit_s": seconds(m), "time_reason": why}
+               f"({timed}){more} = {seconds(m):.3g} s, "
+               f"{'within' if fits else 'still over (the smallest size tried)'} {limit[1]}")
+        record = {"time_limit_s": limit[0], "kernel_entry_ns": pace * 1e9,
+                  "kernel_passes": float(passes), "predicted_fit_s": seconds(m), "time_reason": why}
+        if extra:
+            record["extra_s"] = extra[0](m)
+        return m, record
 
     def _time_limit(self, budget: Budget) -> tuple[float, str] | None:
         """Seconds a CPU plan gives its predicted fit, and their origin in words; ``None``: no time cap.

@@ -30,6 +30,7 @@ STREAM = torchkm_pace.StreamPace(2e-11, 2e-10, 1e-10)
 def fixed_pace(monkeypatch):
     monkeypatch.setattr(pace, "kernel_entry_seconds", lambda d, dtype, threads: PACE)
     monkeypatch.setattr(falkon_pace, "falkon_entry_seconds", lambda d, dtype, threads, block, keops: PACE)
+    monkeypatch.setattr(pace, "gemm_flop_seconds", lambda dtype, threads: 0.0)  # Falkon's preconditioner: free here
 
 
 def make(cls, task, **options):
@@ -205,7 +206,8 @@ def test_falkon_reason_shows_why_the_shared_budget_forbids_m_of_sqrt_n(fixed_pac
     seconds = passes * n * need * PACE
     assert f"{seconds:.3g}" == "529"
     assert f"M = {plan['M']} < sqrt(n) = {need}" in plan["plan_reason"]
-    assert f"{passes:.4g} x n x {need} x 10.00 ns = {seconds:.3g} s, over the 75 s of the shared budget" in plan["plan_reason"]
+    assert (f"{passes:.4g} x n x {need} x 10.00 ns + 0 s of preconditioner = {seconds:.3g} s, over the 75 s of "
+            "the shared budget") in plan["plan_reason"]
     roomy = make(FalkonAdapter, "regression").plan(budget(1e5), n, d)    # time allows it: no note
     assert roomy["M"] >= need and "sqrt(n)" not in roomy["plan_reason"]
 
@@ -477,3 +479,20 @@ def test_ipm_and_sodm_fits_are_given_the_plans_time_limit(monkeypatch):
         adapter.fit(X, y)
         assert adapter.plan_["time_limit_s"] == pytest.approx(20.0, rel=0.05), cls.name
         assert adapter.model_.max_time == adapter.plan_["time_limit_s"], cls.name
+
+
+def test_falkons_preconditioner_is_priced_with_its_kernel_passes(fixed_pace, monkeypatch):
+    """Full ijcnn1 (n = 49,990, d = 22): with M^3 flops at 1e-11 s each on top of the passes at 10 ns per entry,
+    M is the largest with passes n M pace + M^3 1e-11 <= 75 s (without it M = 15,553 took 132 s here)."""
+    monkeypatch.setattr(pace, "gemm_flop_seconds", lambda dtype, threads: 1e-11)
+    n, d = 49_990, 22
+    adapter = make(FalkonAdapter, "binary", max_M=50_000)
+    plan = adapter.plan(budget(150.0), n, d)
+    passes = adapter._kernel_passes(n)
+    seconds = lambda m: passes * n * m * PACE + m ** 3 * 1e-11  # noqa: E731
+    assert seconds(plan["M"]) <= 75.0 < seconds(plan["M"] + 1)
+    assert plan["extra_s"] == pytest.approx(plan["M"] ** 3 * 1e-11)
+    assert plan["predicted_fit_s"] == pytest.approx(seconds(plan["M"]))
+    assert "preconditioner's M^3 flops" in plan["time_reason"]
+    monkeypatch.setattr(pace, "gemm_flop_seconds", lambda dtype, threads: 0.0)
+    assert adapter.plan(budget(150.0), n, d)["M"] > plan["M"]  # without the term: larger
