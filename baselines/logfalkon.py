@@ -147,17 +147,30 @@ class LogFalkonAdapter(FalkonFamily):
         limit, origin = found
         pace, timed = self._entry_pace(int(d))
         per_pass = n * M * pace
+        one_pc = super()._preconditioner_seconds()[0](M)  # one preconditioner at M (one per Newton step)
+
+        def seconds_now() -> float:
+            return self._kernel_passes(n) * per_pass + (int(self.options["path_steps"]) + self._steps) * one_pc
+
         while self._steps < cap:
             self._steps += 1
-            if self._kernel_passes(n) * per_pass > limit:
+            if seconds_now() > limit:
                 self._steps -= 1
                 break
-        seconds = self._kernel_passes(n) * per_pass
+        seconds = seconds_now()
         why = (f"final_steps {self._steps}: as many Newton steps at the target as fit (at most max_final_steps = "
                f"{cap}): {self._kernel_passes(n):.4g} passes of n x M = {n} x {M} kernel entries at {pace * 1e9:.2f} ns "
-               f"({timed}) = {seconds:.3g} s, {'within' if seconds <= limit else 'over'} {origin}")
+               f"({timed}) and {int(self.options['path_steps']) + self._steps} preconditioners of {one_pc:.3g} s "
+               f"= {seconds:.3g} s, {'within' if seconds <= limit else 'over'} {origin}")
         return {"time_limit_s": limit, "kernel_entry_ns": pace * 1e9, "predicted_fit_s": seconds,
                 "steps_reason": why}
+
+    def _preconditioner_seconds(self) -> tuple[Any, str]:
+        """Falkon's preconditioner seconds times the Newton steps: LogisticFalkon recomputes it at every step."""
+        one = super()._preconditioner_seconds()[0]
+        steps = int(self.options["path_steps"]) + self._final_steps()
+        return (lambda m: steps * one(m)), (f"{steps} preconditioners (one per Newton step) of M^3 flops at the "
+                                            "measured GEMM rate")
 
     def _path(self, n: int) -> tuple[list[float], list[int]]:
         o = self.options

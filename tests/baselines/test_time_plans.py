@@ -496,3 +496,16 @@ def test_falkons_preconditioner_is_priced_with_its_kernel_passes(fixed_pace, mon
     assert "preconditioner's M^3 flops" in plan["time_reason"]
     monkeypatch.setattr(pace, "gemm_flop_seconds", lambda dtype, threads: 0.0)
     assert adapter.plan(budget(150.0), n, d)["M"] > plan["M"]  # without the term: larger
+
+
+def test_logfalkon_prices_one_preconditioner_per_newton_step(fixed_pace, monkeypatch):
+    """LogisticFalkon re-initialises its preconditioner at every Newton step: the plan's prediction is the
+    passes plus (path_steps + final_steps) x M^3 flops at the GEMM rate, within the share."""
+    monkeypatch.setattr(pace, "gemm_flop_seconds", lambda dtype, threads: 1e-11)
+    n, d = 49_990, 22
+    adapter = make(LogFalkonAdapter, "binary", max_M=50_000)
+    plan = adapter.plan(budget(150.0), n, d)
+    steps = int(adapter.options["path_steps"]) + plan["final_steps"]
+    expected = adapter._kernel_passes(n) * n * plan["M"] * PACE + steps * plan["M"] ** 3 * 1e-11
+    assert plan["predicted_fit_s"] == pytest.approx(expected) and expected <= 75.0
+    assert f"{steps} preconditioners" in plan["steps_reason"]
