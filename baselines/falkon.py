@@ -51,6 +51,22 @@ __all__ = ["FalkonAdapter", "FalkonFamily", "check_subset", "falkon_error_fn", "
 
 #: Smallest kernel-block memory left to Falkon, in bytes.
 MIN_BLOCK_BYTES = 16 * MIB
+#: Rows of the smallest kernel block :func:`falkon_min_block_bytes` makes room for.
+MIN_BLOCK_ROWS = 64
+
+
+def falkon_min_block_bytes(M: int, d: int, dtype_bytes: int) -> int:
+    """The least ``max_cpu_mem`` with which Falkon's CPU kernel-vector products can run at ``M`` centres.
+
+    Falkon sizes its row blocks from ``max_cpu_mem`` after the centres'
+    own working copies (``falkon.utils.helpers.select_dim_over_n``: the
+    ``m x d`` terms come first) and raises ``MemoryError("Available memory
+    ... is not enough")`` when no row fits: on full a9a (d = 123) the
+    16 MiB block failed at M = 11,728 (the centres alone are 11 MiB).
+    Counted here: two ``M x d`` copies of the centres, ``2 M`` vectors and
+    ``MIN_BLOCK_ROWS`` rows of ``2 M + 2 d + 2`` elements, in bytes.
+    """
+    return int(dtype_bytes * (2 * M * d + 2 * M + MIN_BLOCK_ROWS * (2 * M + 2 * d + 2)))
 #: Default of the option ``max_block_mib``: the most host memory Falkon's CPU kernel blocks get
 #: (``FalkonOptions.max_cpu_mem``). Falkon sizes its ``n x M`` block to fill ``max_cpu_mem`` and allocates it
 #: afresh (``torch.empty`` + ``fill_(0)``, ``falkon/mmv_ops/fmmv.py`` ``mmv_run_thread`` / ``dmmv_run_thread``) on
@@ -276,7 +292,8 @@ class FalkonFamily(Adapter):
                 why = timed["time_reason"] + "; memory: " + why
             why += self._sqrt_n_note(n, M, allowed, timed, pc_seconds[0])
         pc_bytes = dsz * (2 * M * M + M * (d + 4))
-        block = max(MIN_BLOCK_BYTES, min(budget.host_bytes - data - pc_bytes, int(self.options["max_block_mib"] * MIB)))
+        block = max(MIN_BLOCK_BYTES, min(budget.host_bytes - data - pc_bytes, int(self.options["max_block_mib"] * MIB)),
+                    falkon_min_block_bytes(M, d, dsz))
         return {"M": M, "pc_bytes": int(pc_bytes), "est_bytes": int(data + pc_bytes + block),
                 "max_cpu_mem": int(block), "plan_reason": why, **timed}
 

@@ -172,3 +172,33 @@ def test_falkon_cg_counts_are_checked(key, value):
         FalkonAdapter(task="regression", loss="squared", sigma=1.0, lam=1.0, **{key: value})
     assert FalkonAdapter(task="regression", loss="squared", sigma=1.0, lam=1.0, max_cg_iter=None).options[
         "max_cg_iter"] is None
+
+
+def test_the_block_leaves_room_for_wide_centres():
+    """Full a9a (d = 123) at M = 11,728 ended ``oom``: Falkon's 16 MiB block held the centres' copies and no row
+    ("Available memory 2.00MB is not enough"). The plan's block now makes room: with it Falkon's own dmmv runs
+    on wide centres where 16 MiB fails, and gives K^T K v."""
+    require("falkon")
+    import torch
+    from falkon import FalkonOptions
+    from falkon.kernels import GaussianKernel
+
+    from baselines.falkon import MIN_BLOCK_BYTES, FalkonAdapter, falkon_min_block_bytes
+
+    plan = FalkonAdapter(task="binary", loss="squared", sigma=1.0, lam=1.0, M=11_728).plan(
+        Budget.from_mib("b", 4096), 32_561, 123)
+    assert plan["max_cpu_mem"] == falkon_min_block_bytes(11_728, 123, 8) > MIN_BLOCK_BYTES
+    gen = torch.Generator().manual_seed(0)
+    n, M, d = 300, 600, 2000  # the centres alone are 9.2 MiB: two copies do not fit 16 MiB
+    X = torch.randn(n, d, generator=gen, dtype=torch.float64)
+    Z = torch.randn(M, d, generator=gen, dtype=torch.float64)
+    v = torch.randn(M, 1, generator=gen, dtype=torch.float64)
+    sigma = float(d) ** 0.5
+    with pytest.raises(MemoryError, match="is not enough"):
+        GaussianKernel(sigma, opt=FalkonOptions(use_cpu=True, keops_active="no", max_cpu_mem=MIN_BLOCK_BYTES)
+                       ).dmmv(X, Z, v, None)
+    block = max(MIN_BLOCK_BYTES, falkon_min_block_bytes(M, d, 8))
+    got = GaussianKernel(sigma, opt=FalkonOptions(use_cpu=True, keops_active="no", max_cpu_mem=float(block))
+                         ).dmmv(X, Z, v, None)
+    K = torch.exp(-torch.cdist(X, Z) ** 2 / (2 * sigma ** 2))
+    torch.testing.assert_close(got, K.T @ (K @ v), rtol=1e-10, atol=1e-12)
