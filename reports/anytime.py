@@ -66,6 +66,15 @@ def _artifact(client, run_id: str, name: str, names: set, read):
 
 
 def _npz(path):
+    """The arrays of ``predictions.npz``; ValueError "not an npz (zip) file" when it is not one.
+
+    ``np.load`` takes any other bytes for a pickle and says "This file contains pickled (object) data",
+    which misleads: the file is damaged, not a pickle to trust.
+    """
+    import zipfile
+
+    if not zipfile.is_zipfile(path):
+        raise ValueError("not an npz (zip) file: damaged or not written by numpy.savez")
     with np.load(path, allow_pickle=False) as z:
         return {k: z[k] for k in z.files}
 

@@ -797,3 +797,14 @@ def test_a_cell_where_no_method_ended_ok_keeps_its_verdict_row():
     assert only_failed.to_dict("records") == [{"dataset": "b", "memory budget": "m", "test rows": "",
                                                anytime.AT_LIMIT: "no method ended ok (2 timeout, 1 error)"}]
     assert anytime.with_cells_without_a_model(summary, runs[runs["dataset"] == "a"]) is summary
+
+
+def test_a_damaged_npz_is_called_damaged_not_a_pickle(tmp_path):
+    """Fresh-user review: 7 bytes of garbage read as "This file contains pickled (object) data"."""
+    bad = tmp_path / "predictions.npz"
+    bad.write_bytes(b"garbage")
+    with pytest.raises(ValueError, match="^not an npz \\(zip\\) file"):
+        anytime._npz(bad)
+    good = tmp_path / "good.npz"
+    np.savez_compressed(good, y_true=np.arange(3))
+    assert anytime._npz(good)["y_true"].tolist() == [0, 1, 2]
