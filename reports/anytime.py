@@ -914,9 +914,14 @@ def _model_text(at_t: pd.DataFrame, d: pd.DataFrame, best: str, mark: str) -> st
     busy = " † (contended: its seconds are not comparable)" if flagged(p.get("contended")) else ""
     if int(p["final"]) == 1:
         return f"final, {p['fit_seconds']:.3g} s" + (f", {mark}" if mark else "") + busy
-    end = d[(d["run_id"] == p["run_id"]) & (d["final"] == 1)]["fit_seconds"]
+    fin = d[(d["run_id"] == p["run_id"]) & (d["final"] == 1)]
+    end = fin["fit_seconds"]
+    why = next((w for w in fin.get("off_curve", pd.Series(dtype=str)) if isinstance(w, str) and w), "")
+    # a final model that could not be rescored on these rows leaves its last checkpoint as the run's point:
+    # say why, not that the fit went on (fresh-user review: a 3.1 s fit read "checkpoint at 2.8 s, went on")
+    after = f" (the final model: {why})" if why else " (the fit went on)"
     return (f"checkpoint at {p['fit_seconds']:.3g} s" + (f" of a {end.max():.3g} s fit" if len(end) else "")
-            + " (the fit went on)" + busy)
+            + after + busy)
 
 
 def _convergence_marks(cells: pd.DataFrame | None) -> dict:

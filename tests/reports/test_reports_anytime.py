@@ -808,3 +808,18 @@ def test_a_damaged_npz_is_called_damaged_not_a_pickle(tmp_path):
     good = tmp_path / "good.npz"
     np.savez_compressed(good, y_true=np.arange(3))
     assert anytime._npz(good)["y_true"].tolist() == [0, 1, 2]
+
+
+def test_a_checkpoint_standing_in_for_an_unscorable_final_model_says_why():
+    """Fresh-user review: with a damaged final predictions.npz a 3.11 s fit read "checkpoint at 2.76 s of a
+    3.11 s fit (the fit went on)"; it now names why the final model is not on these rows."""
+    why = "its final model could not be rescored on these rows (no usable predictions.npz)"
+    d = pd.DataFrame([
+        dict(run_id="r", fit_seconds=2.76, final=0, contended=False, off_curve=""),
+        dict(run_id="r", fit_seconds=3.11, final=1, contended=False, off_curve=why),
+        dict(run_id="s", fit_seconds=1.0, final=0, contended=False, off_curve=""),
+        dict(run_id="s", fit_seconds=9.0, final=1, contended=False, off_curve=""),
+    ])
+    text = anytime._model_text(d.iloc[[0]], d, "x", "✓")
+    assert text == f"checkpoint at 2.76 s of a 3.11 s fit (the final model: {why})"
+    assert anytime._model_text(d.iloc[[2]], d, "x", "✓") == "checkpoint at 1 s of a 9 s fit (the fit went on)"
