@@ -287,6 +287,11 @@ class FalkonFamily(Adapter):
             M = min(int(M), n)
         else:
             M = max(1, min(cap, largest_m(room, dsz, d)))
+            # the kernel block must hold the centres' copies and some rows (falkon_min_block_bytes): at large
+            # M and d that is more than MIN_BLOCK_BYTES, and M comes down until both fit beside the data
+            while M > 1 and data + dsz * (2 * M * M + M * (d + 4)) + max(
+                    MIN_BLOCK_BYTES, falkon_min_block_bytes(M, d, dsz)) > budget.host_bytes:
+                M -= 1
             allowed = M
             pc_seconds = self._preconditioner_seconds() if self._time_limit(budget) is not None else (None, "")
             capped = self._time_cap(budget, n, d, M, self._kernel_passes(n), "M",

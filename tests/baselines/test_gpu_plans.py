@@ -72,16 +72,22 @@ def test_falkon_forced_m_that_fills_the_budget_is_over_budget():
 
 
 def test_falkon_cpu_plan_unchanged():
-    """CPU: the largest M whose preconditioner fits next to the data and 16 MiB of blocks."""
+    """CPU: the largest M whose preconditioner fits next to the data and its kernel block: 16 MiB, or more at
+    large M (falkon_min_block_bytes: the centres' copies and some rows)."""
+    from baselines.falkon import falkon_min_block_bytes
+
     b = Budget.from_mib("cpu-4g", 4096)
     plan = make(FalkonAdapter, "regression", dtype="float64", device="cpu").plan(b, 20_000, 10)
     data = 8 * (20_000 * 10 + 2 * 20_000)
-    room = b.host_bytes - data - 16 * MIB
-    assert falkon_pc(plan["M"], 10, 8) <= room < falkon_pc(plan["M"] + 1, 10, 8)
-    # the kernel blocks get max_block_mib (16 MiB, issue 40), not the rest of the budget: the estimate is
-    # data + preconditioner + that block, within the budget
-    assert plan["max_cpu_mem"] == 16 * MIB and "max_gpu_mem" not in plan
-    assert plan["est_bytes"] == data + plan["pc_bytes"] + 16 * MIB <= b.host_bytes
+
+    def need(m):
+        return data + falkon_pc(m, 10, 8) + max(16 * MIB, falkon_min_block_bytes(m, 10, 8))
+
+    assert need(plan["M"]) <= b.host_bytes < need(plan["M"] + 1)
+    # the kernel blocks get what Falkon needs at this M (above max_block_mib here: M = 16,000 centres), not the
+    # rest of the budget: the estimate is data + preconditioner + that block, within the budget
+    assert plan["max_cpu_mem"] == falkon_min_block_bytes(plan["M"], 10, 8) > 16 * MIB and "max_gpu_mem" not in plan
+    assert plan["est_bytes"] == need(plan["M"]) <= b.host_bytes
 
 
 @pytest.mark.parametrize("cls", [FalkonAdapter, LogFalkonAdapter])
