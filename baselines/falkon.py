@@ -14,7 +14,9 @@ the centres fit the budget next to the data, capped by ``n`` and the
 ``max_M`` option; Falkon's ``max_cpu_mem`` (the bound it sizes its
 kernel blocks by) is what is left, at most ``max_block_mib`` (16 MiB:
 larger blocks are page-faulted in afresh on every CG iteration,
-:data:`MAX_BLOCK_MIB`). GPU: :func:`falkon_gpu_plan`
+:data:`MAX_BLOCK_MIB`), but at least what Falkon needs beside the
+centres' copies at that M (:func:`falkon_min_block_bytes`; M is chosen
+with it counted). GPU: :func:`falkon_gpu_plan`
 (the preconditioner takes at most half of the GPU budget, Falkon's
 ``max_gpu_mem`` is three quarters of it; ``docs/contracts.md``, "GPU plans
 of the adapters"). The paper-scale sweep runs Falkon in float32 on the GPU
