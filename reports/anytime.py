@@ -676,12 +676,14 @@ def verdict(points: pd.DataFrame, runs: pd.DataFrame, cells: pd.DataFrame | None
             model = now[now["label"] == best]
             mark = marks.get((dataset, mem, best), "")
             solves = _problem_note(problem_names, dataset, model["method"].iloc[0])
-            rows.append({**base, "best method": f"**{best}**",
+            # a best that is no better than the trivial predictor is no recommendation: not named in bold
+            named = f"(none better than trivial; best {best})" if useless else f"**{best}**"
+            rows.append({**base, "best method": named,
                          "test metric": f"**{sig(per[best], 4)}** {what}{solves}{flag}",
                          "its model": _model_text(model, d, best, mark),
                          ALSO: also, "methods with a model": had,
                          SUMMARY_CELL: _summary_text(best, per[best], model, mark, flag, n_also, n_untested,
-                                                     solves)})
+                                                     solves, level if useless else None)})
     if not rows:
         return pd.DataFrame()
     out = pd.DataFrame(rows)
@@ -762,10 +764,15 @@ def _paired_below_limit(now: pd.DataFrame, best: str, predictions: dict | None, 
 
 
 def _summary_text(best: str, value: float, model: pd.DataFrame, mark: str, flag: str, n_also,
-                  n_untested: int = 0, solves: str = "") -> str:
+                  n_untested: int = 0, solves: str = "", trivial_level: float | None = None) -> str:
     """``**falkon** 0.03489 ✓`` / ``**joker-exact** 96.74 (checkpoint at 0.97 s)``, with † when the run was
-    contended and ``≈ 5 others`` (the paired test's count) at the time limit: one cell of the summary."""
+    contended and ``≈ 5 others`` (the paired test's count) at the time limit: one cell of the summary.
+    A best no better than the trivial predictor (``trivial_level``, its metric) is not a recommendation:
+    ``none better than trivial (1.057; best eigenpro3 1.060, checkpoint at 0.8 s)``."""
     p = model.sort_values("fit_seconds").iloc[-1]
+    if trivial_level is not None:  # no better than the trivial predictor: say so, and name no winner
+        text = f"none better than trivial ({sig(trivial_level, 4)}; best {best} {sig(value, 4)}"
+        return text + (f", checkpoint at {p['fit_seconds']:.2g} s)" if int(p["final"]) != 1 else ")")
     text = f"**{best}** {sig(value, 4)}{flag}"
     text += (f" {mark}" if mark else "") if int(p["final"]) == 1 else f" (checkpoint at {p['fit_seconds']:.2g} s)"
     text += solves

@@ -823,3 +823,21 @@ def test_a_checkpoint_standing_in_for_an_unscorable_final_model_says_why():
     text = anytime._model_text(d.iloc[[0]], d, "x", "✓")
     assert text == f"checkpoint at 2.76 s of a 3.11 s fit (the final model: {why})"
     assert anytime._model_text(d.iloc[[2]], d, "x", "✓") == "checkpoint at 1 s of a 9 s fit (the fit went on)"
+
+
+def test_a_best_no_better_than_trivial_is_not_named_the_winner():
+    """Fresh-user review of issue 42: within 1 s the verdict named in bold a checkpoint it also flagged
+    "no better than trivial". Such a cell now says that no model beats the trivial predictor yet."""
+    pts = pd.DataFrame([
+        dict(run_id=m, dataset="d", budget="b", method=m, variant="", label=m, metric_name="test_rmse",
+             fit_seconds=t, metric=v, final=f, source="final" if f else "checkpoint", rows=10, n_all=10,
+             contended=False)
+        for m, t, v, f in (("eigenpro3", 0.8, 1.06, 0), ("eigenpro3", 9.0, 0.05, 1), ("falkon", 4.0, 0.04, 1))])
+    runs = pd.DataFrame({"dataset": ["d"], "budget": ["b"]})
+    v = anytime.verdict(anytime._on_curve_rows(pts, runs, {}), runs, budgets=(1.0, 5.0), trivial={"d": 1.057})
+    first, second = v.iloc[0], v.iloc[1]
+    assert first["best method"] == "(none better than trivial; best eigenpro3)"
+    assert first[anytime.SUMMARY_CELL] == "none better than trivial (1.057; best eigenpro3 1.060, checkpoint at 0.8 s)"
+    assert "(no better than trivial, 1.057)" in first["test metric"]
+    assert second["best method"] == "**falkon**"
+    assert second[anytime.SUMMARY_CELL].startswith("**falkon** 0.04000")
