@@ -384,7 +384,7 @@ def load_selection(tracking_uri: str | None = None,
     Parameters
     ----------
     tracking_uri : str, optional
-        Default: :func:`default_tracking_uri`.
+        Default (None): :func:`default_tracking_uri`.
     experiment : str, optional
         Default: the experiment with the most recently started run.
     filters : dict, optional
@@ -393,7 +393,14 @@ def load_selection(tracking_uri: str | None = None,
     Returns
     -------
     Selection
+
+    Raises
+    ------
+    StoreError
+        A blank ``tracking_uri``, a store that cannot be read, an unknown experiment or filter value.
     """
+    if tracking_uri is not None and not tracking_uri.strip():
+        raise StoreError(f"--tracking-uri is empty; leave it out for the default ({default_tracking_uri()})")
     uri = tracking_uri or default_tracking_uri()
     check_store(uri)
     client = client_for(uri)

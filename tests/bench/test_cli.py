@@ -63,6 +63,17 @@ def test_unknown_keys_metrics_and_stores_are_one_line_config_errors(run_bench, t
     assert not (tmp_path / "multirun").exists()  # nothing ran
 
 
+def test_a_blank_tracking_uri_is_a_config_error_not_the_default(run_bench, tmp_path):
+    # fresh-user review of issue 42: an empty URI was read as "the default store", silently
+    base = ["dataset=_test_tiny", "budget=_test_400m", "method=_test_ok", "sweep=single"]
+    proc = run_bench(base + ["mlflow.tracking_uri=''"], tmp_path, test_conf=True, timeout=300)
+    assert proc.returncode == 2, proc.stdout[-3000:]
+    default = f"sqlite:///{tmp_path.resolve()}/mlflow.db"  # run_bench's $MLFLOW_TRACKING_URI
+    assert proc.stdout.strip().splitlines() == [
+        f"config error: mlflow.tracking_uri is empty; leave it out (null) for the default ({default}) or give a URI"]
+    assert not (tmp_path / "multirun").exists()
+
+
 @pytest.mark.parametrize("override, message", [
     # Hydra's own composition errors: no longer Hydra's multi-line print and exit 1 (a failed trial's status)
     ("dataset.lamm=1", "Could not override 'dataset.lamm'.: Key 'lamm' not in 'DatasetConfig'"),

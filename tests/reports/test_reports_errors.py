@@ -51,6 +51,16 @@ def test_a_plain_folder_as_tracking_uri_names_the_sqlite_fix(fake_store, tmp_pat
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.parametrize("blank", ["", "  "])
+def test_a_blank_tracking_uri_is_refused_not_read_as_the_default(tmp_path, capsys, monkeypatch, blank):
+    # fresh-user review of issue 42: --tracking-uri '' silently read the default store
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "sqlite:////nonexistent/default.db")
+    assert main(["--tracking-uri", blank, "--out", str(tmp_path / "o")]) == 2
+    assert _one_line_error(capsys) == (
+        "reports: --tracking-uri is empty; leave it out for the default (sqlite:////nonexistent/default.db)")
+    assert not (tmp_path / "o").exists()
+
+
 def test_a_corrupt_report_json_is_refused_and_kept(fake_store, tmp_path, capsys):
     uri, out = fake_store[0], tmp_path / "r"
     before = _report(uri, out)

@@ -47,7 +47,19 @@ DEFAULT_EXPERIMENT_ID = "0"
 
 
 def resolve_uri(uri: str | None) -> str:
-    """Return the tracking URI: ``uri``, else ``$MLFLOW_TRACKING_URI``, else the repo's SQLite file."""
+    """Return the tracking URI: ``uri``, else ``$MLFLOW_TRACKING_URI``, else the repo's SQLite file.
+
+    Raises
+    ------
+    ConfigError
+        When ``uri`` is given but blank (``mlflow.tracking_uri=''``): leaving it
+        out (null) means the default; an empty value is a mistake, not a choice.
+    """
+    if uri is not None and not str(uri).strip():
+        from ..config.spec import ConfigError
+
+        raise ConfigError("mlflow.tracking_uri is empty; leave it out (null) for the default "
+                          f"({default_tracking_uri()}) or give a URI")
     return uri or default_tracking_uri()
 
 
