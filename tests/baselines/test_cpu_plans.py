@@ -84,3 +84,18 @@ def test_falkon_plan_options_must_be_positive_integers(key):
     for value in (0, -5, "x", None):
         with pytest.raises(ValueError, match=f"option {key} must be an integer >= 1"):
             FalkonAdapter(task="regression", loss="squared", sigma=1.0, lam=1.0, **{key: value})
+
+
+def test_libsvm_cache_leaves_room_for_what_libsvm_allocates_beside_it():
+    """Full Skin at cpu-4g (issue 40's scale=full run): a 3,926 MiB cache planned at 3,948 MiB took 4,036 MiB of
+    fit RSS and the trial ended over_budget (peak 4,185 MiB). The plan now counts CACHE_OVERHEAD per cache byte."""
+    from baselines.libsvm import CACHE_OVERHEAD, LibSVMAdapter
+
+    n, d = 196_045, 3
+    budget = Budget("cpu-4g", 4_140_527_616)  # the run's budget: 4 GiB less the trial's baseline RSS
+    plan = LibSVMAdapter(task="binary", loss="hinge", sigma=1.0, lam=1.0).plan(budget, n, d)
+    fixed = 8 * n * d + 12 * 8 * n
+    assert plan["cache_size_mib"] == float((4_140_527_616 - fixed) // (CACHE_OVERHEAD * 2**20))
+    assert plan["est_bytes"] == int(fixed + CACHE_OVERHEAD * plan["cache_size_mib"] * 2**20) <= budget.host_bytes
+    # what that run measured fits under the new plan: 4,036 MiB at 3,926 MiB of cache scales to this cache
+    assert 4036 / 3926 * plan["cache_size_mib"] * 2**20 + 148 * 2**20 < 4096 * 2**20
