@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from .base import CHECK_ROWS, Budget, relative_plateau
+from .base import CHECK_ROWS, MIB, Budget, relative_plateau
 from .conventions import logfalkon_penalty
 from .falkon import FalkonFamily, falkon_error_fn, iterate_decision, mean_logistic_loss
 
@@ -134,7 +134,7 @@ class LogFalkonAdapter(FalkonFamily):
         """``final_steps`` to fill the shared time at the plan's M: ``MIN_FINAL_STEPS`` + what the rest allows.
 
         The fit is priced as :meth:`_kernel_passes` blocks of ``n x M`` kernel
-        entries at the measured pace (:meth:`_entry_pace`: Falkon's own ``dmmv``);
+        entries at the measured pace (:meth:`_entry_pace`: LogisticFalkon's Hessian product);
         each further step costs ``final_iters + 1`` passes plus its callback.
         Sets ``self._steps``; returns the plan's record (empty without a time
         budget, where the steps stay ``MIN_FINAL_STEPS``).
@@ -164,6 +164,18 @@ class LogFalkonAdapter(FalkonFamily):
                f"= {seconds:.3g} s, {'within' if seconds <= limit else 'over'} {origin}")
         return {"time_limit_s": limit, "kernel_entry_ns": pace * 1e9, "predicted_fit_s": seconds,
                 "steps_reason": why}
+
+    def _entry_pace(self, d: int) -> tuple[float, str]:
+        """LogisticFalkon's own Hessian product timed with the fit's block size (two ``GaussianKernel.mmv``
+        calls, :func:`baselines.falkon_pace.logistic_falkon_entry_seconds`), not Falkon's ``dmmv``."""
+        if self.on_gpu:
+            return super()._entry_pace(d)
+        from .falkon_pace import logistic_falkon_entry_seconds
+
+        dtype = self.dtype if self.dtype in ("float32", "float64") else "float64"
+        block = int(float(self.options["max_block_mib"]) * MIB)
+        return (logistic_falkon_entry_seconds(int(d), dtype, self.n_threads, block, self.options["keops"] or "no"),
+                "measured: LogisticFalkon's Hessian product, two GaussianKernel.mmv calls, the fit's block size")
 
     def _preconditioner_seconds(self) -> tuple[Any, str]:
         """Falkon's preconditioner seconds times the Newton steps: LogisticFalkon recomputes it at every step."""
