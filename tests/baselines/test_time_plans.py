@@ -445,13 +445,13 @@ def test_torchkm_max_iter_is_the_most_passes_that_fit_the_shared_time(monkeypatc
     one = PASS_FACTOR * (2 * n * k * 2e-11 + 30 * n * 2e-10)
     plan = make(TorchKMAdapter, "binary").plan(budget(150.0), n, d)
     assert (plan["mode"], plan["num_landmarks"], plan["nys_k"]) == ("nystrom", L, k)
-    assert plan["max_iter"] == int((75.0 - setup) / (2 * one)) == 7510
-    assert plan["predicted_fit_s"] == pytest.approx(setup + 2 * 7510 * one) and plan["predicted_fit_s"] <= 75.0
-    assert "max_iter <= 7510" in plan["time_reason"]
+    assert plan["max_iter"] == int((75.0 - setup) / (2 * one)) == 15450
+    assert plan["predicted_fit_s"] == pytest.approx(setup + 2 * 15450 * one) and plan["predicted_fit_s"] <= 75.0
+    assert "max_iter <= 15450" in plan["time_reason"]
     assert make(TorchKMAdapter, "binary", max_iter=100).plan(budget(150.0), n, d)["max_iter"] == 100  # option caps
-    assert int((7.0 - setup) / (2 * one)) == 117  # 14 s: 117 passes at L = 2,000; 12 s: 9, fewer than 100
-    assert make(TorchKMAdapter, "binary").plan(budget(14.0), n, d)["num_landmarks"] == L
-    slow = make(TorchKMAdapter, "binary").plan(budget(12.0), n, d)
+    assert int((5.0 - setup) / (2 * one)) == 229  # 10 s: 229 passes at L = 2,000; 8 s: 12, fewer than 100
+    assert make(TorchKMAdapter, "binary").plan(budget(10.0), n, d)["num_landmarks"] == L
+    slow = make(TorchKMAdapter, "binary").plan(budget(8.0), n, d)
     assert slow["num_landmarks"] == 1000 and slow["nys_k"] == 500 and slow["max_iter"] >= MIN_TIMED_PASSES
     assert "halved to 1000 landmarks, rank 500 for time" in slow["plan_reason"]
     assert "max_iter" not in make(TorchKMAdapter, "binary").plan(budget(None), n, d)  # no time: upstream's maxit
