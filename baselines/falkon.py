@@ -264,6 +264,9 @@ class FalkonFamily(Adapter):
         "check_divergence": True,
     }
     option_kinds = {"M": "int", "keops": "str", "pc_epsilon_32": "number"}
+    #: The CPU pace the time-aware plan sizes by: a function of :mod:`baselines.falkon_pace` and what it times
+    #: (Falkon's CG iteration is one fused ``dmmv``; LogisticFalkon's Hessian product is two ``mmv`` calls).
+    pace_probe = ("falkon_entry_seconds", "measured: Falkon's GaussianKernel.dmmv, the fit's block size")
 
     def _plan(self, budget: Budget, n: int, d: int) -> dict[str, Any]:
         if self.on_gpu:
@@ -385,13 +388,13 @@ class FalkonFamily(Adapter):
         """
         if self.on_gpu:
             return super()._entry_pace(d)
-        from .falkon_pace import falkon_entry_seconds
+        from . import falkon_pace
 
+        probe, what = self.pace_probe
         dtype = self.dtype if self.dtype in ("float32", "float64") else "float64"
         keops = self.options["keops"] or "no"
         block = int(float(self.options["max_block_mib"]) * MIB)
-        return (falkon_entry_seconds(int(d), dtype, self.n_threads, block, keops),
-                "measured: Falkon's GaussianKernel.dmmv, the fit's block size")
+        return getattr(falkon_pace, probe)(int(d), dtype, self.n_threads, block, keops), what
 
     def _work(self, n: int, d: int, plan: dict[str, Any]) -> tuple[float, str] | None:
         if self.on_gpu:

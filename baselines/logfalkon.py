@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from .base import CHECK_ROWS, MIB, Budget, relative_plateau
+from .base import CHECK_ROWS, Budget, relative_plateau
 from .conventions import logfalkon_penalty
 from .falkon import FalkonFamily, falkon_error_fn, iterate_decision, mean_logistic_loss
 
@@ -105,6 +105,8 @@ class LogFalkonAdapter(FalkonFamily):
 
     name = "logfalkon"
     losses = {"binary": ("logistic",)}
+    pace_probe = ("logistic_falkon_entry_seconds",
+                  "measured: LogisticFalkon's Hessian product, two GaussianKernel.mmv calls, the fit's block size")
     option_defaults = {**FalkonFamily.common_options, "path_start": 1e-3, "path_steps": 3, "path_iters": 3,
                        "final_steps": None, "max_final_steps": 6, "final_iters": 8}
     option_kinds = {**FalkonFamily.option_kinds, "final_steps": "int"}
@@ -164,18 +166,6 @@ class LogFalkonAdapter(FalkonFamily):
                f"= {seconds:.3g} s, {'within' if seconds <= limit else 'over'} {origin}")
         return {"time_limit_s": limit, "kernel_entry_ns": pace * 1e9, "predicted_fit_s": seconds,
                 "steps_reason": why}
-
-    def _entry_pace(self, d: int) -> tuple[float, str]:
-        """LogisticFalkon's own Hessian product timed with the fit's block size (two ``GaussianKernel.mmv``
-        calls, :func:`baselines.falkon_pace.logistic_falkon_entry_seconds`), not Falkon's ``dmmv``."""
-        if self.on_gpu:
-            return super()._entry_pace(d)
-        from .falkon_pace import logistic_falkon_entry_seconds
-
-        dtype = self.dtype if self.dtype in ("float32", "float64") else "float64"
-        block = int(float(self.options["max_block_mib"]) * MIB)
-        return (logistic_falkon_entry_seconds(int(d), dtype, self.n_threads, block, self.options["keops"] or "no"),
-                "measured: LogisticFalkon's Hessian product, two GaussianKernel.mmv calls, the fit's block size")
 
     def _preconditioner_seconds(self) -> tuple[Any, str]:
         """Falkon's preconditioner seconds times the Newton steps: LogisticFalkon recomputes it at every step."""
