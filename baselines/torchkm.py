@@ -67,7 +67,10 @@ __all__ = ["TorchKMAdapter", "torchkm_exact_bytes", "torchkm_nystrom_bytes", "to
 
 #: TorchKM computes in float64 whatever the input dtype.
 F64 = 8
-#: Rows of the test kernel formed at once when predicting with the exact model (bytes of one block).
+#: Bytes of one block of test rows when predicting: the exact model's test kernel (float64), the Nystrom
+#: model's ``transform`` (float32 distances, kernel and features). Upstream's ``transform`` takes all rows at
+#: once: on full ijcnn1 (91,701 test rows, L = 2,000, k = 1,000) that was 1.7 GiB, and the trial's memory
+#: (fit + predict) read 2,207 MiB against a fit planned at 859.
 PREDICT_BLOCK_BYTES = 64 << 20
 #: Smallest Nystrom size the plan goes down to.
 MIN_LANDMARKS = 64
@@ -87,8 +90,23 @@ def torchkm_exact_bytes(n: int, d: int) -> int:
 
 
 def torchkm_nystrom_bytes(n: int, d: int, landmarks: int, k: int) -> int:
-    """Peak bytes of the Nystrom solver: features ``n k`` (float64) and ``n L`` (float32), ``k x k`` systems."""
-    return F64 * (n * k + 4 * (k + 1) ** 2 + 20 * n + n * d) + 4 * (n * landmarks + n * d + 3 * landmarks ** 2)
+    """Peak bytes of the Nystrom solver's fit: ``12 n d + 160 n + 32 (k+1)^2 + 12 L^2 + max(8 n L, 4 n L + 12 n k)``.
+
+    Read from upstream's ``cvknyssvm.fit`` / ``cvknyslogit.fit`` (``L``
+    landmarks, rank ``k``): the rows in float64 (the adapter's copy) and
+    float32 (``Xmat.float()``), ``12 n d``; a few float64 n-vectors,
+    ``160 n``; the ``(k+1) x (k+1)`` float64 systems and their ``eigh``,
+    ``32 (k+1)^2``; the landmarks' kernel and eigenvectors (float32),
+    ``12 L^2``. The larger of two moments: ``kernelMult`` holds its
+    float32 distances and their ``exp``, both ``n x L`` (``8 n L``); then
+    ``torch.mm(Cmat, M).double()`` holds ``Cmat`` (``4 n L``), the float32
+    product and its float64 copy (``4 n k + 8 n k``). The earlier model
+    (``4 n L + 8 n k``) missed that second moment's float32 product: full
+    Skin at ``cpu-4g`` (n = 196,045, L = 2,000, k = 1,000) was planned at
+    3,104 MiB and took 3,795 MiB; this formula gives 3,852.
+    """
+    base = 12 * n * d + 160 * n + 32 * (k + 1) ** 2 + 12 * landmarks ** 2
+    return base + max(8 * n * landmarks, 4 * n * landmarks + 12 * n * k)
 
 
 def torchkm_plan(budget_bytes: int, n: int, d: int, mode: str, landmarks: int, k: int) -> dict[str, Any]:
@@ -325,8 +343,11 @@ class TorchKMAdapter(Adapter):
 
         Xq = torch.from_numpy(np.require(X, np.float64, ["C", "W"]))
         with torch_threads(self.n_threads), torch.inference_mode():
-            if self._nystrom is not None:
-                return (self._nystrom.transform(Xq).cpu() @ self._alpha + self._intercept).numpy()
+            if self._nystrom is not None:  # in row blocks: transform holds 2 L + k float32 per row at once
+                L, k = self._nystrom.landmarks_.shape[0], self._nystrom.M_.shape[1]
+                rows = max(1, PREDICT_BLOCK_BYTES // (4 * (2 * L + k)))
+                out = [self._nystrom.transform(Xq[i:i + rows]).cpu() @ self._alpha for i in range(0, Xq.shape[0], rows)]
+                return (torch.cat(out) + self._intercept).numpy()
             from torchkm.functions import kernelMult
 
             s = torchkm_rbf_sigma(self.sigma)

@@ -7,6 +7,7 @@ and its measurement are in ``JokerInexactAdapter``'s docstring.
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from baselines.base import Budget
@@ -99,3 +100,44 @@ def test_libsvm_cache_leaves_room_for_what_libsvm_allocates_beside_it():
     assert plan["est_bytes"] == int(fixed + CACHE_OVERHEAD * plan["cache_size_mib"] * 2**20) <= budget.host_bytes
     # what that run measured fits under the new plan: 4,036 MiB at 3,926 MiB of cache scales to this cache
     assert 4036 / 3926 * plan["cache_size_mib"] * 2**20 + 148 * 2**20 < 4096 * 2**20
+
+
+def test_torchkm_nystrom_bytes_counts_both_moments_of_upstreams_fit():
+    """Full Skin at cpu-4g (n = 196,045, d = 3, L = 2,000, k = 1,000) took 3,795 MiB of fit RSS against 3,104
+    planned: the float32 product of ``torch.mm(Cmat, M).double()`` beside Cmat and its float64 copy was missing."""
+    from baselines.torchkm import torchkm_nystrom_bytes, torchkm_plan
+
+    n, d, L, k = 196_045, 3, 2000, 1000
+    fixed = 12 * n * d + 160 * n + 32 * (k + 1) ** 2 + 12 * L ** 2
+    assert torchkm_nystrom_bytes(n, d, L, k) == fixed + 4 * n * L + 12 * n * k  # the product moment is larger
+    assert round(torchkm_nystrom_bytes(n, d, L, k) / 2**20) == 3852
+    # a wide rank-1 model: kernelMult's two n x L float32 arrays are the peak
+    assert torchkm_nystrom_bytes(n, d, L, 1) == 12 * n * d + 160 * n + 32 * 4 + 12 * L ** 2 + 8 * n * L
+    # 3,852 MiB does not fit 3,800 MiB: the plan halves landmarks and rank together
+    plan = torchkm_plan(3800 * 2**20, n, d, "nystrom", L, k)
+    assert (plan["num_landmarks"], plan["nys_k"]) == (1000, 500)
+    assert plan["est_bytes"] == torchkm_nystrom_bytes(n, d, 1000, 500) <= 3800 * 2**20
+
+
+def test_torchkm_nystrom_predicts_in_row_blocks_with_the_same_decision(monkeypatch):
+    """Upstream's ``transform`` forms the n_test x L kernel at once (1.7 GiB on full ijcnn1's 91,701 test rows);
+    the adapter calls it on blocks of PREDICT_BLOCK_BYTES // (4 (2 L + k)) rows, with the same decision."""
+    from adapterutil import higgs_problem, require
+
+    cls = require("torchkm")
+    import torch
+
+    import baselines.torchkm as tk
+
+    p = higgs_problem()
+    adapter = cls(task="binary", loss="hinge", sigma=p.sigma, lam=0.1, mode="nystrom", num_landmarks=200, nys_k=100)
+    adapter.fit(p.Xtr, p.ytr)
+    whole = (adapter._nystrom.transform(torch.from_numpy(np.array(p.Xte))).numpy() @ adapter._alpha.numpy()
+             + adapter._intercept)
+    calls = []
+    transform = adapter._nystrom.transform
+    monkeypatch.setattr(adapter._nystrom, "transform", lambda X: calls.append(X.shape[0]) or transform(X))
+    monkeypatch.setattr(tk, "PREDICT_BLOCK_BYTES", 4 * (2 * 200 + 100) * 64)  # 64 rows a block
+    got = adapter.decision_function(p.Xte)
+    assert calls == [64] * (len(p.Xte) // 64) + ([len(p.Xte) % 64] if len(p.Xte) % 64 else [])
+    np.testing.assert_allclose(got, whole, rtol=1e-10, atol=1e-10)
