@@ -343,9 +343,9 @@ class TorchKMAdapter(Adapter):
 
         Xq = torch.from_numpy(np.require(X, np.float64, ["C", "W"]))
         with torch_threads(self.n_threads), torch.inference_mode():
-            if self._nystrom is not None:  # in row blocks: transform holds 2 L + k float32 per row at once
+            if self._nystrom is not None:  # row blocks: transform holds 2 L + k float32 and k float64 per row
                 L, k = self._nystrom.landmarks_.shape[0], self._nystrom.M_.shape[1]
-                rows = max(1, PREDICT_BLOCK_BYTES // (4 * (2 * L + k)))
+                rows = max(1, PREDICT_BLOCK_BYTES // (8 * L + 12 * k))
                 out = [self._nystrom.transform(Xq[i:i + rows]).cpu() @ self._alpha for i in range(0, Xq.shape[0], rows)]
                 return (torch.cat(out) + self._intercept).numpy()
             from torchkm.functions import kernelMult

@@ -121,7 +121,7 @@ def test_torchkm_nystrom_bytes_counts_both_moments_of_upstreams_fit():
 
 def test_torchkm_nystrom_predicts_in_row_blocks_with_the_same_decision(monkeypatch):
     """Upstream's ``transform`` forms the n_test x L kernel at once (1.7 GiB on full ijcnn1's 91,701 test rows);
-    the adapter calls it on blocks of PREDICT_BLOCK_BYTES // (4 (2 L + k)) rows, with the same decision."""
+    the adapter calls it on blocks of PREDICT_BLOCK_BYTES // (8 L + 12 k) rows, with the same decision."""
     from adapterutil import higgs_problem, require
 
     cls = require("torchkm")
@@ -137,7 +137,7 @@ def test_torchkm_nystrom_predicts_in_row_blocks_with_the_same_decision(monkeypat
     calls = []
     transform = adapter._nystrom.transform
     monkeypatch.setattr(adapter._nystrom, "transform", lambda X: calls.append(X.shape[0]) or transform(X))
-    monkeypatch.setattr(tk, "PREDICT_BLOCK_BYTES", 4 * (2 * 200 + 100) * 64)  # 64 rows a block
+    monkeypatch.setattr(tk, "PREDICT_BLOCK_BYTES", (8 * 200 + 12 * 100) * 64 + 5)  # 64 rows a block
     got = adapter.decision_function(p.Xte)
     assert calls == [64] * (len(p.Xte) // 64) + ([len(p.Xte) % 64] if len(p.Xte) % 64 else [])
     np.testing.assert_allclose(got, whole, rtol=1e-10, atol=1e-10)
