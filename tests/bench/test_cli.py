@@ -193,8 +193,45 @@ def test_the_fit_budget_carries_the_seconds_left_of_the_trial():
     spec = type("S", (), {"budget": TrialBudget.from_mib("cpu-1g", 1024, None),
                           "device": type("D", (), {"is_cuda": False})()})()
     assert make_budget(spec, rss_now=100 * MIB, time_s=42.5).time_s == 42.5
-    assert make_budget(spec, rss_now=100 * MIB).time_s is None          # the warm-up's plan: no time cap
+    assert make_budget(spec, rss_now=100 * MIB).time_s is None          # a trial without a timeout: no time cap
     assert make_budget(spec, rss_now=100 * MIB, time_s=-3.0).time_s == 1.0  # already over: at least 1 s
+
+
+def test_the_warm_up_plan_is_given_warmup_seconds():
+    """Without a time budget EigenPro 3's warm-up planned up to 1,000 epochs on 256 rows (104 s of a 150 s
+    trial on full ijcnn1); the warm-up's plan now gets WARMUP_SECONDS, on 256 rows and 64 test rows."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from joker.bench.config.spec import TrialBudget
+    from joker.bench.trials.trial import WARMUP_ROWS, WARMUP_SECONDS, WARMUP_TEST_ROWS, _warm_up
+
+    seen = {}
+
+    class Recorder:
+        def __init__(self, **kwargs):
+            pass
+
+        def plan(self, budget, n, d):
+            seen.update(time_s=budget.time_s, n=n, d=d)
+
+        def fit(self, X, y):
+            seen["fit_rows"] = X.shape[0]
+
+        def predict(self, X):
+            seen["predict_rows"] = X.shape[0]
+
+    spec = SimpleNamespace(budget=TrialBudget.from_mib("cpu-1g", 1024, None), device=SimpleNamespace(is_cuda=False),
+                           method=SimpleNamespace(warmup=True), dataset=SimpleNamespace(task="binary"))
+    rng = np.random.default_rng(0)
+    ds = SimpleNamespace(X_train=rng.normal(size=(1000, 3)), y_train=np.where(rng.normal(size=1000) > 0, 1.0, -1.0),
+                         X_test=rng.normal(size=(100, 3)))
+    res = {}
+    _warm_up(spec, Recorder, ds, {}, res)
+    assert "warmup_error" not in res
+    assert seen == {"time_s": WARMUP_SECONDS, "n": WARMUP_ROWS, "d": 3, "fit_rows": WARMUP_ROWS,
+                    "predict_rows": WARMUP_TEST_ROWS}
 
 
 def _wait_for(path, seconds, proc):

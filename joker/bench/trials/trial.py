@@ -54,6 +54,11 @@ from ..config.spec import TrialSpec
 WARMUP_ROWS = 256
 #: Test rows predicted by the warm-up.
 WARMUP_TEST_ROWS = 64
+#: Seconds the warm-up's plan is given (``Budget.time_s``), so that a time-aware plan bounds it. Without
+#: them an epoch method's plan took as many epochs as its cap allows on the 256 rows (EigenPro 3: up to
+#: 1,000, ended only by the plateau rule): 104 s of a 150 s trial on full ijcnn1, and EigenPro 3's
+#: warm-ups took 7.1 of the 95.4 minutes of the 2026-12-07 ``scale=full`` run (EigenPro 4's 1.3).
+WARMUP_SECONDS = 10.0
 
 
 # --------------------------------------------------------------------- helpers
@@ -121,7 +126,8 @@ def make_budget(spec: TrialSpec, rss_now: int, time_s: float | None = None) -> B
         Current RSS of this process in bytes.
     time_s : float or None
         Seconds left of the trial's wall-clock limit (``Budget.time_s``: the
-        time-aware CPU plans); ``None`` for the warm-up's plan.
+        time-aware CPU plans; the warm-up's plan gets ``WARMUP_SECONDS``);
+        ``None``: no time cap (a trial without a timeout).
 
     Returns
     -------
@@ -353,13 +359,16 @@ def epsilon_for(spec: TrialSpec, cls: type[Adapter], factor: float | None) -> fl
 
 
 def _warm_up(spec: TrialSpec, cls: type[Adapter], ds: Any, kwargs: dict[str, Any], res: dict[str, Any]) -> None:
-    """An untimed fit and predict on a few rows (imports, JIT, allocator); a failure is only noted."""
+    """An untimed fit and predict on a few rows (imports, JIT, allocator); a failure is only noted.
+
+    Its plan gets ``WARMUP_SECONDS`` of time, so epoch methods stop within a few seconds.
+    """
     if not spec.method.warmup:
         return
     try:
         rows = warmup_rows(ds.y_train, spec.dataset.task, WARMUP_ROWS)
         w = cls(**kwargs)
-        w.plan(make_budget(spec, rss_bytes()[0]), len(rows), ds.X_train.shape[1])
+        w.plan(make_budget(spec, rss_bytes()[0], WARMUP_SECONDS), len(rows), ds.X_train.shape[1])
         y = ds.y_train[rows]
         w.fit(ds.X_train[rows], TargetScale.of(y).forward(y) if spec.dataset.task == "regression" else y)
         w.predict(ds.X_test[:WARMUP_TEST_ROWS])
