@@ -127,7 +127,10 @@ class SODMAdapter(Adapter):
         if limit is not None:
             plan["time_limit_s"] = float(limit[0])
             plan["time_reason"] = (f"max_time = {limit[0]:.0f} s for the whole fit ({limit[1]}): each level's "
-                                   f"solves an equal share of what is left, the final level the rest")
+                                   f"solves an equal share of what is left, the final level the rest"
+                                   + ("; from the second level on the shares leave out the final level's warm "
+                                      "start (n x nnz kernel entries at a pace measured when the fit starts)"
+                                      if plan.get("n_components") is None else ""))
         return plan
 
     def _memory_plan(self, budget: Budget, n: int, d: int) -> dict[str, Any]:
@@ -213,6 +216,14 @@ class SODMAdapter(Adapter):
         reason = (f"final level (full problem): relative gap {m.dual_gap_:.3g} and KKT residual "
                   f"{m.kkt_residual_:.3g} after {m.n_epochs_} epochs, {len(m.history_) - 1} merge levels before it "
                   f"({'met' if m.converged_ else 'did not meet'} tol={o['tol']:g}, kkt_tol={kkt_tol:g})")
+        if m.final_reserve_s_ is not None:
+            reason += (f"; its warm start was predicted at {m.final_reserve_s_:.3g} s "
+                       f"({m.warm_start_entry_s_ * 1e9:.3g} ns per kernel entry), the level took "
+                       f"{m.history_[-1]['seconds']:.3g} s")
+        if m.skipped_levels_:
+            which = (f"level {m.skipped_levels_[0]}" if len(m.skipped_levels_) == 1
+                     else f"levels {m.skipped_levels_[0]} to {m.skipped_levels_[-1]}")
+            reason += f"; {which} skipped: the warm starts did not fit in max_time beside the final level's"
         return {"converged": bool(m.converged_), "reason": reason, "history": [dict(h) for h in m.history_],
                 "final": float(m.dual_gap_), "dual_gap": float(m.dual_gap_),
                 "kkt_residual": float(m.kkt_residual_), "n_epochs": int(m.n_epochs_),

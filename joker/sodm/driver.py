@@ -46,6 +46,11 @@ from .partition import greedy_landmarks, nearest_landmark, stratified_split
 #: level still runs at least its first block steps and reports its certificate.
 MIN_FINAL_SECONDS = 1e-3
 
+#: The pace of the final level's warm start (:meth:`SODMClassifier._warm_start_pace`): resets of about
+#: PACE_ENTRIES kernel entries each (0.03-0.1 s on 2 cores), the fastest of 2 to PACE_RUNS runs, more runs
+#: only while under PACE_SECONDS.
+PACE_ENTRIES, PACE_RUNS, PACE_SECONDS = 1 << 25, 3, 0.25
+
 __all__ = ["SODMClassifier", "solve_partition"]
 
 
@@ -132,7 +137,14 @@ class SODMClassifier(BinaryClassifierMixin, BaseEstimator):
         get an equal share of the seconds left per level still to run (the
         final level included), divided by the rounds a level needs when it
         has more partitions than workers; the final level gets what is left
-        (at least ``MIN_FINAL_SECONDS``).
+        (at least ``MIN_FINAL_SECONDS``). With the exact kernel the final
+        level starts by computing K alpha0 over every row and the merged
+        duals' support (n x nnz kernel entries, tens of seconds at n =
+        200,000), and that pass counts in its time: from the second level
+        on, the levels' shares leave it out (``final_reserve_s_``, priced at
+        a pace measured once at the start of the fit), and a level whose own
+        warm starts no longer fit beside it is skipped with the levels after
+        it (``skipped_levels_``).
     random_state : int, default 0
         Seeds the first landmark, the split and every solve.
 
@@ -155,6 +167,21 @@ class SODMClassifier(BinaryClassifierMixin, BaseEstimator):
         converged (every partition).
     fit_time_ : float
         Seconds (landmarks, split, every level).
+    warm_start_entry_s_ : float or None
+        Measured seconds per kernel entry of the final level's warm start
+        (``ExactKernelOperator.reset`` on every row, the fit's dtype and
+        threads); None without ``max_time``, with random features or with
+        ``levels == 0``.
+    skipped_levels_ : list of int
+        Partition levels not run because the time left (``max_time``) could
+        not hold their warm starts beside the final level's
+        (:meth:`_no_time_for`); the final level then starts from the last
+        merged duals. Empty without ``max_time``.
+    final_reserve_s_ : float or None
+        Seconds last reserved for that warm start: ``n * nnz *
+        warm_start_entry_s_``, nnz the support of the merged duals of the
+        last level run (None as above). The final level's history row
+        has it as ``reserved_s``.
 
     Raises
     ------
@@ -264,15 +291,23 @@ class SODMClassifier(BinaryClassifierMixin, BaseEstimator):
             self.partition_ = stratified_split(strata, Y, 2 ** L, seed=int(self.random_state))
         self.history_ = []
         self._deadline = None if self.max_time is None else t0 + float(self.max_time)
+        self.warm_start_entry_s_ = self.final_reserve_s_ = None
+        self.skipped_levels_ = []
+        if self._deadline is not None and self.n_components is None and L > 0:
+            self.warm_start_entry_s_ = self._warm_start_pace(X)
         beta = None  # lam_p * alpha of every point (level-invariant scale), after the last level
         client = dask_client(self.scheduler) if (self.scheduler is not None and L > 0) else None
         try:
             for level in range(L, 0, -1):
+                if self._no_time_for(level, beta, n):  # its warm starts would eat the final level's time
+                    self.skipped_levels_ = list(range(level, 0, -1))
+                    break
                 beta = self._run_level(X, Y, level, beta, n, client)
         finally:
             if client is not None:
                 client.close()
         lam = float(self.lam)
+        self._final_reserve(beta, n)  # recorded: what the final level's warm start is predicted to take
         final_time = None if self._deadline is None else max(MIN_FINAL_SECONDS, self._deadline - time.perf_counter())
         self.model_ = JokerClassifier(**self._joker_params(lam, self.tol, self.kkt_tol, final_time))
         t_level = time.perf_counter()
@@ -285,7 +320,8 @@ class SODMClassifier(BinaryClassifierMixin, BaseEstimator):
             self.model_.__dict__.pop("epoch_callback", None)  # the fitted model holds no reference to the hook
         m = self.model_
         self.history_.append({"level": 0, "n_partitions": 1, "rows": n, "lam": lam,
-                              "seconds": time.perf_counter() - t_level, "gap": float(m.dual_gap_),
+                              "seconds": time.perf_counter() - t_level, "reserved_s": self.final_reserve_s_,
+                              "gap": float(m.dual_gap_),
                               "kkt": float(m.kkt_residual_), "epochs": int(m.n_epochs_),
                               "converged": bool(m.converged_)})
         self.dual_gap_, self.kkt_residual_ = float(m.dual_gap_), float(m.kkt_residual_)
@@ -293,18 +329,86 @@ class SODMClassifier(BinaryClassifierMixin, BaseEstimator):
         self.fit_time_ = time.perf_counter() - t0
         return self
 
-    def _level_seconds(self, level, share):
+    def _level_seconds(self, level, share, beta, n):
         """``max_time`` of each partition solve of ``level`` (None without a deadline).
 
-        What is left until the deadline, split equally over this level and
-        the ``level`` still to run after it (the final one included), then
-        over the ``ceil(2^level / share)`` rounds of ``share`` concurrent solves.
+        What is left until the deadline, less the final level's warm start
+        (:meth:`_final_reserve`), split equally over this level and the
+        ``level`` still to run after it (the final one included), then over
+        the ``ceil(2^level / share)`` rounds of ``share`` concurrent solves.
         """
         if self._deadline is None:
             return None
         rounds = -(-(2 ** level) // max(1, int(share)))
-        left = max(0.0, self._deadline - time.perf_counter())
+        left = max(0.0, self._deadline - time.perf_counter() - self._final_reserve(beta, n))
         return max(MIN_FINAL_SECONDS, left / (level + 1) / rounds)
+
+    def _no_time_for(self, level, beta, n):
+        """Whether ``level`` is skipped: the seconds left, less the final level's reserve, cannot hold its warm starts.
+
+        The 2^level partitions of a level (``beta`` given: not the first)
+        start by computing K alpha0 on their rows and support, about
+        ``n * nnz(beta) / 2^level`` kernel entries in all, priced at
+        ``warm_start_entry_s_`` (the level's workers together are taken to
+        run as fast as the final level's threads). When that does not fit in
+        what is left after :meth:`_final_reserve`, this level and the
+        finer-grained merges after it (each twice as costly) are skipped and
+        the final level starts from the last merged duals. Full Skin
+        (196,045 rows, 73 s): the warm starts of levels 2 and 1 took 24 s
+        beside a 52 s final one.
+        """
+        if self._deadline is None or self.warm_start_entry_s_ is None or beta is None:
+            return False
+        cost = float(n) * float(np.count_nonzero(beta)) / 2 ** level * self.warm_start_entry_s_
+        return self._deadline - time.perf_counter() - self._final_reserve(beta, n) < cost
+
+    def _final_reserve(self, beta, n):
+        """Predicted seconds of the final level's warm start, K alpha0 on n rows (0 when not measured).
+
+        ``n * nnz(beta) * warm_start_entry_s_``: ``ExactKernelOperator.reset``
+        computes one kernel column per non-zero dual on every row. Before
+        the first level (``beta`` None) the support is unknown and nothing
+        is reserved: the first level's share is taken as without it.
+        """
+        if self.warm_start_entry_s_ is None or beta is None:
+            return 0.0
+        self.final_reserve_s_ = float(n) * float(np.count_nonzero(beta)) * self.warm_start_entry_s_
+        return self.final_reserve_s_
+
+    def _warm_start_pace(self, X):
+        """Seconds per kernel entry of ``ExactKernelOperator.reset`` on all of ``X``, measured.
+
+        Frames ``X`` as the final level's :class:`joker.JokerClassifier`
+        does (its dtype, device and bandwidth scale), then times ``reset``
+        with a dual of ``k`` non-zero rows (``n * k`` entries, about
+        ``PACE_ENTRIES``) in this process's threads, what the warm start of
+        the final level runs, and keeps the fastest of two runs (up to
+        ``PACE_RUNS`` while under ``PACE_SECONDS``; the first run also pays
+        for first-touch allocation).
+
+        Returns
+        -------
+        float
+            Seconds per row x support entry.
+        """
+        from ..operators import ExactKernelOperator
+
+        tdtype = torch.float64 if str(self.dtype) == "float64" else torch.float32
+        frame, Xt = InputFrame.fit_transform(X, tdtype, self.device, scale=bandwidth_scale(self.sigma_))
+        n = Xt.shape[0]
+        op = ExactKernelOperator(Xt, self.kernel, self.sigma_ / frame.scale, 1)
+        k = max(1, min(n, PACE_ENTRIES // n))
+        gen = torch.Generator().manual_seed(int(self.random_state))
+        alpha = torch.zeros((n, 1), dtype=tdtype)
+        alpha[torch.randperm(n, generator=gen)[:k]] = 1.0
+        alpha = alpha.to(Xt.device)
+        best, runs, t_start = float("inf"), 0, time.perf_counter()
+        while runs < 2 or (runs < PACE_RUNS and time.perf_counter() - t_start < PACE_SECONDS):
+            t = time.perf_counter()
+            op.reset(alpha)
+            float(op.f.sum())  # a device solve: wait for the product
+            best, runs = min(best, time.perf_counter() - t), runs + 1
+        return best / (n * k)
 
     def _run_level(self, X, Y, level, beta, n, client):
         """Solve the 2^level partitions of one level from the merged duals ``beta``; return the new beta."""
@@ -317,11 +421,12 @@ class SODMClassifier(BinaryClassifierMixin, BaseEstimator):
             from joblib import effective_n_jobs
 
             share = min(int(effective_n_jobs(int(self.n_jobs))), 2 ** level)
+        seconds = self._level_seconds(level, share, beta, n)
         for g in range(2 ** level):
             idx = np.flatnonzero(groups == g)
             lam_g = float(self.lam) * len(idx) / n
             alpha0 = None if beta is None else beta[idx] / lam_g
-            params = self._joker_params(lam_g, self.local_tol, None, self._level_seconds(level, share), share)
+            params = self._joker_params(lam_g, self.local_tol, None, seconds, share)
             tasks.append((X[idx], Y[idx], alpha0, params, int(self.threads_per_job)))
             rows.append((idx, lam_g))
         results = map_level(solve_partition, tasks, n_jobs=int(self.n_jobs), client=client)

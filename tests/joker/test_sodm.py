@@ -206,10 +206,117 @@ def test_max_time_bounds_the_whole_fit_level_by_level(monkeypatch):
 
     monkeypatch.setattr(SODMClassifier, "_joker_params", spy)
     s = SODMClassifier(levels=2, n_jobs=1, sigma=1.5, lam=1.0, tol=1e-3, max_time=100.0).fit(X, y)
-    # level 2: 4 partitions, 1 worker: 4 rounds over 3 levels left: solves at t = 0, 1, 2, 3 -> (100 - t) / 3 / 4;
-    # level 1: 2 partitions at t = 4, 5 -> (100 - t) / 2 / 2; the final level at t = 6 -> 94
-    assert given == pytest.approx([100 / 12, 99 / 12, 98 / 12, 97 / 12, 96 / 4, 95 / 4, 94.0])
+    # level 2: 4 partitions, 1 worker: 4 rounds over 3 levels left, shared at t = 0 -> 100 / 3 / 4 each;
+    # level 1: 2 partitions, shared at t = 4 -> (100 - 4) / 2 / 2; the final level at t = 6 -> 94
+    assert given == pytest.approx([100 / 12] * 4 + [96 / 4] * 2 + [94.0])
     assert s.model_.max_time == pytest.approx(94.0)
     given.clear()
     SODMClassifier(levels=1, n_jobs=1, sigma=1.5, lam=1.0, tol=1e-3).fit(X, y)
     assert given == [None, None, None]
+
+
+def test_the_final_warm_start_is_reserved_from_the_levels_shares(monkeypatch):
+    """With the exact kernel the final level's K alpha0 (n x nnz entries at the measured pace) counts in its time:
+    from the second level on the levels share what is left less that reserve; the final level gets all that is
+    left, the reserve included, and its history row records it. The first level knows no support: no reserve."""
+    from joker.sodm import driver
+
+    X, y = _binary(n=400, seed=1)
+    clock = [0.0]
+    monkeypatch.setattr(driver.time, "perf_counter", lambda: clock[0])
+    pace = 1e-4  # seconds per kernel entry, as if measured
+    monkeypatch.setattr(SODMClassifier, "_warm_start_pace", lambda self, X: pace)
+    given, support = [], []
+    original_params, original_reserve = SODMClassifier._joker_params, SODMClassifier._final_reserve
+
+    def spy(self, lam, tol, kkt_tol, max_time, share=1):
+        given.append(max_time)
+        clock[0] += 1.0
+        return original_params(self, lam, tol, kkt_tol, max_time, share)
+
+    def reserve(self, beta, n):
+        support.append(None if beta is None else int(np.count_nonzero(beta)))
+        return original_reserve(self, beta, n)
+
+    monkeypatch.setattr(SODMClassifier, "_joker_params", spy)
+    monkeypatch.setattr(SODMClassifier, "_final_reserve", reserve)
+    s = SODMClassifier(levels=2, n_jobs=1, sigma=1.5, lam=1.0, tol=1e-3, max_time=100.0).fit(X, y)
+    # level 2's share (no support yet), level 1's skip test and share, before the final level
+    assert support[0] is None and support[1] == support[2] > 0 and support[3] > 0 and len(support) == 4
+    assert given == pytest.approx([100 / 12] * 4 + [(96 - 400 * support[1] * pace) / 4] * 2 + [94.0])
+    assert s.warm_start_entry_s_ == pace and s.skipped_levels_ == []
+    assert s.final_reserve_s_ == pytest.approx(400 * support[3] * pace)
+    assert s.history_[-1]["reserved_s"] == pytest.approx(400 * support[3] * pace)
+    # no deadline, or random features: nothing is measured or reserved
+    for kwargs in ({}, {"max_time": 100.0, "n_components": 64}):
+        s = SODMClassifier(levels=1, n_jobs=1, sigma=1.5, lam=1.0, tol=1e-3, **kwargs).fit(X, y)
+        assert s.warm_start_entry_s_ is None and s.final_reserve_s_ is None
+        assert s.history_[-1]["reserved_s"] is None
+
+
+def test_the_warm_start_pace_times_resets_of_every_row(monkeypatch):
+    """The pace is measured on what the final level runs: ExactKernelOperator.reset over all n rows with
+    min(n, PACE_ENTRIES // n) non-zero duals, at least twice, and is per kernel entry (seconds / (n k))."""
+    from joker import operators
+    from joker.sodm import driver
+
+    X, y = _binary(n=400, seed=1)
+    calls, clock = [], [0.0]
+    monkeypatch.setattr(driver.time, "perf_counter", lambda: clock[0])
+    monkeypatch.setattr(driver, "PACE_ENTRIES", 400 * 37)
+    original = operators.ExactKernelOperator.reset
+
+    def timed(op, alpha):
+        calls.append((op.X.shape[0], int(torch.count_nonzero(alpha))))
+        clock[0] += 0.5 if len(calls) == 1 else 0.25  # the first run pays for first touch
+        return original(op, alpha)
+
+    monkeypatch.setattr(operators.ExactKernelOperator, "reset", timed)
+    s = SODMClassifier(levels=1, n_jobs=1, sigma=1.5, lam=1.0, tol=1e-3)
+    s.sigma_ = 1.5
+    assert s._warm_start_pace(X) == pytest.approx(0.25 / (400 * 37))
+    assert calls == [(400, 37)] * 2  # two runs: the clock then passed PACE_SECONDS
+
+
+def test_a_level_whose_warm_starts_do_not_fit_is_skipped(monkeypatch):
+    """A level of 2^l partitions costs about n * nnz / 2^l kernel entries of warm starts; when the seconds left,
+    less the final level's reserve n * nnz * pace, cannot hold that, the level and the ones after it are skipped
+    and the final level starts from the last merged duals."""
+    from joker.sodm import driver
+
+    X, y = _binary(n=400, seed=1)
+    clock = [0.0]
+    monkeypatch.setattr(driver.time, "perf_counter", lambda: clock[0])
+    support = []
+    original_run = SODMClassifier._run_level
+
+    def run_level(self, X, Y, level, beta, n, client):
+        clock[0] += 10.0  # each level run takes 10 s of the clock
+        out = original_run(self, X, Y, level, beta, n, client)
+        support.append((level, int(np.count_nonzero(out))))
+        return out
+
+    monkeypatch.setattr(SODMClassifier, "_run_level", run_level)
+    # a pace such that after level 3 (t = 10) the final reserve is 60 s: left 100 - 10 - 60 = 30 s holds level 2's
+    # warm starts (60 / 4 = 15 s) and, at t = 20, not level 1's (60 / 2 = 30 s > 100 - 20 - 60 = 20 s)
+    def pace(self, X):
+        return None  # set below, once the first level's support is known
+
+    monkeypatch.setattr(SODMClassifier, "_warm_start_pace", pace)
+    original_no_time = SODMClassifier._no_time_for
+
+    def no_time(self, level, beta, n):
+        if beta is not None and self.warm_start_entry_s_ is None:
+            self.warm_start_entry_s_ = 60.0 / (n * np.count_nonzero(beta))
+        return original_no_time(self, level, beta, n)
+
+    monkeypatch.setattr(SODMClassifier, "_no_time_for", no_time)
+    s = SODMClassifier(levels=3, n_jobs=1, sigma=1.5, lam=1.0, tol=1e-3, max_time=100.0).fit(X, y)
+    assert [lv for lv, _ in support] == [3, 2]
+    assert s.skipped_levels_ == [1]
+    assert [h["level"] for h in s.history_] == [3, 2, 0]
+    nnz = support[-1][1]
+    assert s.final_reserve_s_ == pytest.approx(400 * nnz * s.warm_start_entry_s_)
+    # without max_time every level runs
+    s = SODMClassifier(levels=3, n_jobs=1, sigma=1.5, lam=1.0, tol=1e-3).fit(X, y)
+    assert s.skipped_levels_ == [] and [h["level"] for h in s.history_] == [3, 2, 1, 0]
