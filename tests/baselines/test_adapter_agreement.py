@@ -267,6 +267,27 @@ def test_askotch_max_time_stops_within_a_step_not_a_pass(hepc_2000):
     assert adapter._stop == "max_time"
 
 
+def test_askotch_residual_on_sampled_rows_is_the_exact_one_on_those_rows(hepc_2000, monkeypatch):
+    """With CHECK_ROWS below n the recorded relative residual is ||(K + lam I) w - y||_S / ||y_S|| on the sampled
+    rows S, computed here in numpy from the fitted w (to 1e-10); the fit's own steps are unchanged."""
+    require("askotch")
+    import baselines.askotch
+
+    X, y, _, sigma = hepc_2000
+    monkeypatch.setattr(baselines.askotch, "CHECK_ROWS", 300)
+    adapter = get_adapter("askotch", task="regression", loss="squared", sigma=sigma, lam=LAM, dtype="float64",
+                          block_size=200, max_epochs=2, tol=0.0, check_divergence=False).fit(X, y)
+    rows = baselines.askotch.residual_rows(len(X), adapter.seed)
+    assert len(rows) == 300
+    w = adapter._w.numpy()
+    d2 = ((X[rows, None, :] - X[None, :, :]) ** 2).sum(-1)
+    r = np.exp(-d2 / (2 * sigma**2)) @ w + LAM * w[rows] - y[rows]
+    report = adapter.convergence()
+    assert report["history"][-1]["rel_residual"] == pytest.approx(np.linalg.norm(r) / np.linalg.norm(y[rows]),
+                                                                  rel=1e-10)
+    assert "on 300 of the 2,000 training rows" in report["reason"]
+
+
 @pytest.mark.parametrize("wrong", sorted(ASKOTCH_WRONG_MAPS))
 def test_a_wrong_askotch_lambd_map_breaks_the_equality(wrong, hepc_2000, joker_krr_2000, monkeypatch):
     """The same fit with lambd = n lam (ASkotch's README convention) or 2 lam lands far from Joker's function."""
@@ -358,6 +379,7 @@ def test_askotch_clock_stops_so_that_the_final_residual_ends_in_time(monkeypatch
             stops.append(step)
             break
     assert stops == [27]
+    now[0] = 0.0
     clock = askotch._EvalAwareClock(40.0, steps_per_pass=10, t0=0.0)
     for step in range(1, 11):
         now[0] = float(step)
@@ -371,3 +393,25 @@ def test_askotch_clock_stops_so_that_the_final_residual_ends_in_time(monkeypatch
     # after step s the clock reads s + 2; it stops when s + 2 + 1 + 2 >= 40, at s = 35
     assert step == 35
     assert askotch._EvalAwareClock(None, 10, 0.0).after_step() is False
+    # the residual on half of the rows is priced at half of 1.2 passes (6 s): stop after step 33 (33 + 1 + 6 = 40);
+    # the model's set-up before the clock starts is not a step
+    now[0] = 100.0
+    clock = askotch._EvalAwareClock(140.0, steps_per_pass=10, t0=0.0, eval_fraction=0.5)
+    for step in range(1, 40):
+        now[0] += 1.0
+        if clock.after_step():
+            break
+    assert step == 33 and clock.step_seconds / clock.steps == 1.0
+
+
+def test_askotch_residual_rows_are_all_rows_or_a_seeded_sample():
+    """Up to CHECK_ROWS rows the residual is the exact one (every row); above, CHECK_ROWS distinct sorted rows drawn
+    by the seed, the same at every evaluation of a fit."""
+    from baselines import askotch
+    from baselines.base import CHECK_ROWS
+
+    np.testing.assert_array_equal(askotch.residual_rows(CHECK_ROWS, seed=0), np.arange(CHECK_ROWS))
+    rows = askotch.residual_rows(196_045, seed=3)
+    assert len(rows) == len(np.unique(rows)) == CHECK_ROWS and np.all(np.diff(rows) > 0)
+    np.testing.assert_array_equal(rows, askotch.residual_rows(196_045, seed=3))
+    assert not np.array_equal(rows, askotch.residual_rows(196_045, seed=4))
