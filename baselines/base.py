@@ -31,6 +31,7 @@ inside the adapters' methods, so ``import baselines`` stays cheap.
 from __future__ import annotations
 
 import abc
+import contextlib
 import importlib
 import importlib.util
 import numbers
@@ -403,7 +404,9 @@ class Adapter(Planning, abc.ABC):
             raise AdapterError(msg + (f" (log: {tail})" if tail else "")) from exc
         self.n_features_in_ = X.shape[1]
         self._fitted = True
-        self._post_fit_checks(X, target)
+        pause = self.pause_hook  # the checks are the harness's, not the method's: not fit time
+        with pause() if pause is not None else contextlib.nullcontext():
+            self._post_fit_checks(X, target)
         return self
 
     def decision_function(self, X: Any) -> np.ndarray:
@@ -529,6 +532,11 @@ class Adapter(Planning, abc.ABC):
     #: Set by the harness before :meth:`fit` (``None``: checkpoints cost nothing). Called as
     #: ``checkpoint_hook(decision, progress)`` at each checkpoint an adapter reports.
     checkpoint_hook: Any = None
+    #: Set by the harness before :meth:`fit` (``None``: nothing). A context-manager factory: :meth:`fit` runs its
+    #: post-fit checks (:meth:`_post_fit_checks`, a prediction on up to ``CHECK_ROWS`` training rows) inside
+    #: ``pause_hook()``, which stops the fit's clocks, so that the checks are not counted as the method's fit
+    #: time (:meth:`joker.bench.trials.checkpoints.CheckpointRecorder.outside_fit`).
+    pause_hook: Any = None
 
     def _checkpoint(self, decision: Any, **progress: Any) -> None:
         """Report an anytime point of the running fit (issue 42: metric-against-time curves).

@@ -124,3 +124,44 @@ def test_checkpoint_rows_are_a_seeded_random_subset_not_a_prefix():
     rec = CheckpointRecorder(_Slow(), X, y, "binary", np.array([-1, 1]), max_rows=4, seed=3)
     np.testing.assert_array_equal(rec.X[:, 0], checkpoint_rows(12, 4, 3).astype(float))
     np.testing.assert_array_equal(rec.y, y[checkpoint_rows(12, 4, 3)])
+
+
+def test_post_fit_checks_are_not_fit_time(a9a, monkeypatch):
+    """Adapter.fit runs its post-fit checks (a prediction on up to CHECK_ROWS training rows) inside the harness's
+    pause_hook: with the checks slowed by 0.5 s, the recorder counts them in `checked` and `paused`, and the fit's
+    own time (wall - paused) is the solve alone; without the hook they run as before, on the fit's clock."""
+    cls = get_adapter("libsvm")
+    ok, why = cls.available()
+    if not ok:
+        pytest.skip(why)
+    original = cls._post_fit_checks
+    ran = []
+
+    def slow_checks(self, X, target):
+        time.sleep(0.5)
+        ran.append(X.shape[0])
+        return original(self, X, target)
+
+    monkeypatch.setattr(cls, "_post_fit_checks", slow_checks)
+    adapter = cls(task="binary", loss="hinge", kernel="gaussian", sigma=5.0, lam=1.0, seed=0, dtype="float64",
+                  device="cpu", n_threads=1)
+    adapter.plan(Budget.default(), *a9a.X_train.shape)
+    window, meter = CpuWindow(1), FitMemory()
+    rec = CheckpointRecorder(adapter, a9a.X_test, a9a.y_test, "binary", np.unique(a9a.y_train),
+                             meters=(window, meter))
+    adapter.pause_hook = rec.outside_fit
+    meter.start()
+    window.start()
+    rec.start()
+    t = time.perf_counter()
+    adapter.fit(a9a.X_train, a9a.y_train)
+    wall = time.perf_counter() - t
+    usage = window.stop()
+    meter.stop()
+    assert ran == [600]
+    assert rec.checked >= 0.5 and rec.paused == rec.checked
+    assert wall - rec.paused < 0.5 and usage.wall_s < 0.5  # the solve of 600 rows: well under the sleep
+    adapter.pause_hook = None
+    t = time.perf_counter()
+    adapter.fit(a9a.X_train, a9a.y_train)
+    assert time.perf_counter() - t >= 0.5 and rec.checked < 1.0 and ran == [600, 600]

@@ -23,7 +23,10 @@ own test file keep its order, and on ijcnn1 the first 5,000 rows scored 1-2
 points below all 20,000 for every method). The trial adds the final model's point
 (``final`` = 1, every test row) after predict, so a curve always ends at
 the reported result. ``checkpoint_eval_seconds`` is the time the
-evaluations took (excluded from ``fit_seconds``).
+evaluations took (excluded from ``fit_seconds``). The adapter's post-fit
+checks (a prediction on up to 10,000 training rows: finite values, the
+divergence test) run with the clocks paused too (:meth:`CheckpointRecorder.outside_fit`,
+the adapter's ``pause_hook``) and are recorded as ``fit_check_seconds``.
 
 The rows go to ``checkpoints.csv`` beside ``result.json``; the harness
 logs it as an artifact of the trial's MLflow run.
@@ -31,11 +34,12 @@ logs it as an artifact of the trial's MLflow run.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -141,14 +145,37 @@ class CheckpointRecorder:
         self.rows: list[dict[str, Any]] = []
         self.calls = 0
         self.next_due = 1
-        self.paused = 0.0  # seconds of evaluation inside the fit window
+        self.paused = 0.0  # seconds of evaluation inside the fit window (checkpoints and post-fit checks)
+        self.checked = 0.0  # of which the adapter's post-fit checks (outside_fit)
         self.errors: list[str] = []
         self.t0: float | None = None
 
     def start(self) -> None:
         """Start the fit clock (right before ``adapter.fit``)."""
         self.t0 = time.perf_counter()
-        self.paused = 0.0
+        self.paused = self.checked = 0.0
+
+    @contextlib.contextmanager
+    def outside_fit(self) -> Iterator[None]:
+        """Stop the fit's clocks around harness work inside ``adapter.fit`` (its post-fit checks).
+
+        The adapter's ``pause_hook``: the wall clock, the CPU window and the
+        memory meter are paused as for a checkpoint; the seconds count in
+        ``paused`` (so not in ``fit_seconds``) and in ``checked``.
+        """
+        _sync_cuda()
+        at = time.perf_counter()
+        for m in self.meters:
+            m.pause()
+        try:
+            yield
+        finally:
+            _sync_cuda()
+            for m in reversed(self.meters):
+                m.resume()
+            spent = time.perf_counter() - at
+            self.paused += spent
+            self.checked += spent
 
     def __call__(self, decision: Callable[[Any], Any], progress: dict[str, Any]) -> None:
         self.calls += 1

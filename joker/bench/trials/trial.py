@@ -549,11 +549,12 @@ def _fit_and_predict(spec: TrialSpec, adapter: Adapter, ds: Any, progress: Progr
     try:
         _, wall = _timed(adapter.fit, ds.X_train, y_fit)
     finally:
-        adapter.checkpoint_hook = None
+        adapter.checkpoint_hook = adapter.pause_hook = None
     paused = recorder.paused if recorder is not None else 0.0
-    m["fit_seconds"] = wall - paused  # the checkpoints' evaluations are not fit time
+    m["fit_seconds"] = wall - paused  # the checkpoints' evaluations and the post-fit checks are not fit time
     if recorder is not None:
-        m["checkpoint_eval_seconds"] = paused
+        m["checkpoint_eval_seconds"] = paused - recorder.checked
+        m["fit_check_seconds"] = recorder.checked
     _record_cpu(window.stop(), res)
     progress("predict")
     (y_pred, scores), m["predict_seconds"] = _timed(predict_and_scores, adapter, ds.X_test)
@@ -587,6 +588,7 @@ def _recorder(spec: TrialSpec, adapter: Adapter, ds: Any, meters: tuple, scale: 
     classes = None if spec.dataset.task == "regression" else np.unique(ds.y_train)
     recorder = CheckpointRecorder(adapter, ds.X_test, ds.y_test, spec.dataset.task, classes, meters,
                                   seed=int(spec.data_seed))  # the same test rows for every method of a cell
+    adapter.pause_hook = recorder.outside_fit  # the post-fit checks are not fit time either
     if scale is None:
         adapter.checkpoint_hook = recorder
     else:
