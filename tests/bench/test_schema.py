@@ -135,7 +135,7 @@ def test_table4_full_scale_sweeps_both_cpu_budgets_on_full_splits():
         spec = resolve_trial(_compose("table4", ["scale=full", f"dataset={ds}", "method=joker-inexact",
                                                  "budget=cpu-16g"]))
         assert spec.dataset.n_train is None and spec.dataset.n_test is None  # the whole official split
-        assert spec.timeout_s == 150 and spec.threads == 2 and spec.method.dtype == "float32"
+        assert spec.timeout_s == 135 and spec.threads == 2 and spec.method.dtype == "float32"
 
 
 def test_table4_full_scale_solves_the_l1_svc_and_gives_every_method_one_time_budget():
@@ -152,7 +152,7 @@ def test_table4_full_scale_solves_the_l1_svc_and_gives_every_method_one_time_bud
 
 
 @pytest.mark.parametrize("override, text", [
-    ("+settings.falkon.timeout_s=300", r"settings\[falkon\]\.timeout_s = 300 s differs from the cell's timeout_s = 150 s"),
+    ("+settings.falkon.timeout_s=300", r"settings\[falkon\]\.timeout_s = 300 s differs from the cell's timeout_s = 135 s"),
     ("+dataset.methods.libsvm.timeout_s=60", r"dataset\.methods\[libsvm\]\.timeout_s = 60 s differs"),
     ("+settings.eigenpro3.options.time_target_s=20", r"settings\[eigenpro3\]\.options\.time_target_s = 20: a per-method"),
     ("+method.options.time_target_s=20", r"method \(falkon\)\.options\.time_target_s = 20"),
@@ -167,8 +167,8 @@ def test_a_method_given_another_time_budget_than_its_neighbours_is_refused(overr
         cfg = _compose("table4", ["scale=full", "dataset=hepc", f"method={method}", override])
         with pytest.raises(ConfigError, match=text):
             resolve_trial(cfg)
-    same = _compose("table4", ["scale=full", "dataset=hepc", "method=falkon", "+settings.falkon.timeout_s=150"])
-    assert resolve_trial(same).timeout_s == 150.0   # the cell's own value restated is no other budget
+    same = _compose("table4", ["scale=full", "dataset=hepc", "method=falkon", "+settings.falkon.timeout_s=135"])
+    assert resolve_trial(same).timeout_s == 135.0   # the cell's own value restated is no other budget
 
 
 def test_a_per_task_loss_overrides_only_its_tasks_and_bad_ones_are_config_errors():
