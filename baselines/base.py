@@ -598,7 +598,7 @@ class Adapter(Planning, abc.ABC):
         if X.shape[0] > CHECK_ROWS:
             rows = np.sort(np.random.default_rng(self.seed).choice(X.shape[0], CHECK_ROWS, replace=False))
         with blas_threads(self.n_threads):
-            scores = np.asarray(self._decision(X[rows]), dtype=np.float64)
+            scores = np.asarray(self._train_decision(X, rows), dtype=np.float64)
         if not np.all(np.isfinite(scores)):
             self._fail_diverged("non-finite decision values on the training set")
         if not (self.check_divergence and self.options.get("check_divergence", True)):
@@ -606,6 +606,25 @@ class Adapter(Planning, abc.ABC):
         reason = self._divergence_reason(target) or trivial_predictor_check(self.task, scores, target[rows])
         if reason:
             self._fail_diverged(reason)
+
+    def _train_decision(self, X: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Decision values of the fitted model on the training rows ``X[rows]`` (the post-fit checks).
+
+        An adapter whose fit already scored its final model on exactly these
+        rows may return those values instead of predicting again.
+
+        Parameters
+        ----------
+        X : ndarray, shape (n_samples, n_features)
+            The training inputs the fit was given.
+        rows : ndarray of int64, shape (m,)
+            Sorted row indices (all rows, or ``CHECK_ROWS`` drawn with the adapter's seed).
+
+        Returns
+        -------
+        ndarray, shape (m,) or (m, n_classes)
+        """
+        return self._decision(X[rows])
 
     def _divergence_reason(self, target: np.ndarray) -> str:
         """Adapter-specific divergence test on its own convergence curve ("" when none)."""

@@ -288,6 +288,37 @@ def test_askotch_residual_on_sampled_rows_is_the_exact_one_on_those_rows(hepc_20
     assert "on 300 of the 2,000 training rows" in report["reason"]
 
 
+@pytest.mark.parametrize("same_rows", [True, False])
+def test_askotch_post_fit_checks_reuse_the_final_residual_scores(same_rows, hepc_2000, monkeypatch):
+    """The post-fit checks score the training rows S the final residual already scored with the final w: those
+    values are reused (no KeOps prediction more: one ``_scores`` call per residual evaluation) and equal a new
+    prediction on X[S]; when the checks' rows differ (base CHECK_ROWS not patched: all 2,000 rows), they predict."""
+    require("askotch")
+    import baselines.askotch
+    import baselines.base
+
+    X, y, _, sigma = hepc_2000
+    monkeypatch.setattr(baselines.askotch, "CHECK_ROWS", 300)
+    if same_rows:
+        monkeypatch.setattr(baselines.base, "CHECK_ROWS", 300)
+    calls, seen = [], []
+    scores = baselines.askotch.ASkotchAdapter._scores
+    train_decision = baselines.askotch.ASkotchAdapter._train_decision
+    monkeypatch.setattr(baselines.askotch.ASkotchAdapter, "_scores",
+                        lambda self, Z, w: calls.append(len(Z)) or scores(self, Z, w))
+    monkeypatch.setattr(baselines.askotch.ASkotchAdapter, "_train_decision",
+                        lambda self, Z, rows: seen.append((rows, train_decision(self, Z, rows))) or seen[-1][1])
+    adapter = get_adapter("askotch", task="regression", loss="squared", sigma=sigma, lam=LAM, dtype="float64",
+                          block_size=200, max_epochs=2, tol=0.0).fit(X, y)
+    evaluations = len(adapter.convergence()["history"])
+    assert evaluations == 2  # steps 10 and 20 of 20
+    assert calls == [300] * evaluations + ([] if same_rows else [2000])
+    rows, checked = seen[-1]
+    assert len(rows) == (300 if same_rows else 2000)
+    np.testing.assert_allclose(checked, adapter._decision(X[rows]), rtol=1e-12, atol=1e-12)
+    assert adapter._final_row_scores is None  # consumed: a later check predicts anew
+
+
 @pytest.mark.parametrize("wrong", sorted(ASKOTCH_WRONG_MAPS))
 def test_a_wrong_askotch_lambd_map_breaks_the_equality(wrong, hepc_2000, joker_krr_2000, monkeypatch):
     """The same fit with lambd = n lam (ASkotch's README convention) or 2 lam lands far from Joker's function."""
