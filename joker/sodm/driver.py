@@ -352,7 +352,7 @@ class SODMClassifier(BinaryClassifierMixin, BaseEstimator):
         ``warm_start_entry_s_`` (the level's workers together are taken to
         run as fast as the final level's threads). When that does not fit in
         what is left after :meth:`_final_reserve`, this level and the
-        finer-grained merges after it (each twice as costly) are skipped and
+        coarser merges after it (fewer, larger partitions, each level twice as costly) are skipped and
         the final level starts from the last merged duals. Full Skin
         (196,045 rows, 73 s): the warm starts of levels 2 and 1 took 24 s
         beside a 52 s final one.
