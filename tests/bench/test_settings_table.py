@@ -88,6 +88,17 @@ def test_a_row_sets_lam_sigma_factor_epsilon_factor_and_options(tmp_path):
     # tune=true searches around the untuned setting: the table is not read
     spec, tags = apply_settings(base, "tuned", path, tune=True)
     assert spec is base and tags["settings_source"].startswith("untuned (tune=true")
+    # a table of another scale (written so, or its header edited) is refused, not applied as this scale's
+    other = tmp_path / "full.yaml"
+    merge_rows(other, "full", [_row()], {"commit": "c"})
+    falkon = resolve_trial(_compose(["dataset=a9a", "method=falkon"]))
+    assert falkon.scale == "local"
+    with pytest.raises(ConfigError, match="is the table of scale 'full', not 'local'"):
+        apply_settings(falkon, "tuned", other)
+    path.write_text(path.read_text().replace("scale: local", "scale: full"))
+    with pytest.raises(ConfigError, match="is the table of scale 'full', not 'local'"):
+        apply_settings(falkon, "tuned", path)
+    assert apply_settings(falkon, "untuned", path)[0] is falkon  # settings_source=untuned does not read it
 
 
 def test_writing_never_overwrites_silently(tmp_path):

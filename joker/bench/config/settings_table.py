@@ -231,7 +231,8 @@ def apply_settings(spec: TrialSpec, source: str, path: Path | None = None,
     Raises
     ------
     ConfigError
-        On an unknown ``source`` or a malformed table.
+        On an unknown ``source``, a malformed table, or a table whose
+        ``scale`` is not the trial's.
     """
     if source not in SOURCES:
         raise ConfigError(f"settings_source must be one of {list(SOURCES)}, got {source!r}")
@@ -244,6 +245,10 @@ def apply_settings(spec: TrialSpec, source: str, path: Path | None = None,
     shown = _shown(path)
     if table is None:
         return spec, {"settings_source": f"untuned (no settings file {shown})", "settings_file": shown}
+    if table["scale"] is not None and spec.scale is not None and str(table["scale"]) != str(spec.scale):
+        # settings tuned on another scale's rows would be reported as this scale's tuned settings
+        raise ConfigError(f"settings table {shown} is the table of scale {table['scale']!r}, not {spec.scale!r} "
+                          f"(the trial's); run with settings_source=untuned, or tune=true at scale={spec.scale}")
     key = f"{spec.dataset.name}/{spec.method.name}/{spec.budget.name}"
     row = find_row(table, spec.dataset.name, spec.method.name, spec.budget.name)
     file_tags = {"settings_file": shown, "settings_version": str(table["version"]),
